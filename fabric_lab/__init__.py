@@ -1,0 +1,1 @@
+"""AI Fabric Lab: the `fabric-lab` command line."""

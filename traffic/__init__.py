@@ -1,0 +1,1 @@
+"""traffic package."""
