@@ -1,0 +1,14 @@
+/* Per-packet metadata shared by every AI Fabric Lab program. */
+#ifndef FABRIC_METADATA_P4
+#define FABRIC_METADATA_P4
+
+#include "headers.p4"
+
+struct local_metadata_t {
+    bit<16>     l4_src_port;
+    bit<16>     l4_dst_port;
+    ipv4_addr_t flow_dst;     /* copy of the destination, hashed by the ECMP selector */
+    bit<16>     hash_seed;    /* per-switch seed, set by the controller */
+}
+
+#endif

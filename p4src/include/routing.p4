@@ -1,0 +1,58 @@
+/* ECMP routing: IPv4 LPM to next-hop groups through an action selector.
+ * The selector hashes a per-switch seed and the 5-tuple (the UDP source port carries the
+ * RoCEv2 flow entropy). */
+#ifndef FABRIC_ROUTING_P4
+#define FABRIC_ROUTING_P4
+
+control EcmpRouting(inout headers_t hdr,
+                    inout local_metadata_t meta,
+                    inout standard_metadata_t standard_metadata) {
+    action drop() {
+        mark_to_drop(standard_metadata);
+    }
+    action set_next_hop(port_t port, mac_addr_t dmac) {
+        standard_metadata.egress_spec = port;
+        hdr.ethernet.dst_addr = dmac;
+        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+    }
+    action set_hash_seed(bit<16> seed) {
+        meta.hash_seed = seed;
+    }
+
+    table hash_seed {
+        actions = { set_hash_seed; }
+        default_action = set_hash_seed(0);
+    }
+
+    table ipv4_lpm {
+        key = {
+            hdr.ipv4.dst_addr: lpm;
+            meta.hash_seed: selector;
+            hdr.ipv4.src_addr: selector;
+            meta.flow_dst: selector;
+            hdr.ipv4.protocol: selector;
+            meta.l4_src_port: selector;
+            meta.l4_dst_port: selector;
+        }
+        actions = { set_next_hop; drop; }
+        implementation = action_selector(HashAlgorithm.crc16, 32w1024, 32w16);
+        default_action = drop();
+        size = 1024;
+    }
+
+    apply {
+        if (!hdr.ipv4.isValid() || hdr.ipv4.ttl <= 1) {
+            drop();
+            return;
+        }
+        meta.flow_dst = hdr.ipv4.dst_addr;
+        if (hdr.udp.isValid()) {
+            meta.l4_src_port = hdr.udp.src_port;
+            meta.l4_dst_port = hdr.udp.dst_port;
+        }
+        hash_seed.apply();
+        ipv4_lpm.apply();
+    }
+}
+
+#endif
