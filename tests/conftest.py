@@ -1,0 +1,22 @@
+"""Project-wide test configuration: skip what this machine cannot run, with the reason."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+
+def _bmv2_available() -> bool:
+    return bool(shutil.which("simple_switch_grpc") and shutil.which("p4c-bm2-ss"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    is_root = os.geteuid() == 0
+    has_bmv2 = _bmv2_available()
+    for item in items:
+        if not is_root and ("root" in item.keywords or "mininet" in item.keywords):
+            item.add_marker(pytest.mark.skip(reason="needs root (network namespaces)"))
+        if not has_bmv2 and "bmv2" in item.keywords:
+            item.add_marker(pytest.mark.skip(reason="BMv2 (simple_switch_grpc, p4c-bm2-ss) not on PATH"))
