@@ -9,6 +9,8 @@ struct local_metadata_t {
     bit<16>     l4_dst_port;
     ipv4_addr_t flow_dst;     /* copy of the destination, hashed by the ECMP selector */
     bit<16>     hash_seed;    /* per-switch seed, set by the controller */
+    bit<16>     lb_entropy;   /* load-balancing entropy: 0 (ECMP), flowlet id, or per-packet count */
+    bit<32>     flow_index;   /* hash of the 5-tuple, indexes per-flow registers */
 }
 
 #endif

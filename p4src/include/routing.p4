@@ -1,8 +1,17 @@
 /* ECMP routing: IPv4 LPM to next-hop groups through an action selector.
- * The selector hashes a per-switch seed and the 5-tuple (the UDP source port carries the
- * RoCEv2 flow entropy). */
+ * The selector hashes a per-switch seed, the 5-tuple (the UDP source port carries the RoCEv2 flow
+ * entropy) and meta.lb_entropy, which a load-balancing control may set before routing
+ * (flowlet switching puts the flowlet id there). */
 #ifndef FABRIC_ROUTING_P4
 #define FABRIC_ROUTING_P4
+
+/* A program may replace the selector's hash (per-packet spraying uses identity over a counter). */
+#ifndef ROUTING_SELECTOR_ALGO
+#define ROUTING_SELECTOR_ALGO HashAlgorithm.crc16
+#endif
+#ifndef ROUTING_SELECTOR_KEYS
+#define ROUTING_SELECTOR_KEYS meta.hash_seed: selector; hdr.ipv4.src_addr: selector; meta.flow_dst: selector; hdr.ipv4.protocol: selector; meta.l4_src_port: selector; meta.l4_dst_port: selector; meta.lb_entropy: selector;
+#endif
 
 control EcmpRouting(inout headers_t hdr,
                     inout local_metadata_t meta,
@@ -27,15 +36,10 @@ control EcmpRouting(inout headers_t hdr,
     table ipv4_lpm {
         key = {
             hdr.ipv4.dst_addr: lpm;
-            meta.hash_seed: selector;
-            hdr.ipv4.src_addr: selector;
-            meta.flow_dst: selector;
-            hdr.ipv4.protocol: selector;
-            meta.l4_src_port: selector;
-            meta.l4_dst_port: selector;
+            ROUTING_SELECTOR_KEYS
         }
         actions = { set_next_hop; drop; }
-        implementation = action_selector(HashAlgorithm.crc16, 32w1024, 32w16);
+        implementation = action_selector(ROUTING_SELECTOR_ALGO, 32w1024, 32w16);
         default_action = drop();
         size = 1024;
     }
@@ -44,11 +48,6 @@ control EcmpRouting(inout headers_t hdr,
         if (!hdr.ipv4.isValid() || hdr.ipv4.ttl <= 1) {
             drop();
             return;
-        }
-        meta.flow_dst = hdr.ipv4.dst_addr;
-        if (hdr.udp.isValid()) {
-            meta.l4_src_port = hdr.udp.src_port;
-            meta.l4_dst_port = hdr.udp.dst_port;
         }
         hash_seed.apply();
         ipv4_lpm.apply();

@@ -1,0 +1,72 @@
+/* The lab's switch pipeline. The including program picks the load-balancing mode:
+ *   LB_MODE_ECMP     5-tuple hash over equal-cost next hops (default)
+ *   LB_MODE_FLOWLET  flowlet switching: a new flowlet after an idle gap may take another path
+ *   LB_MODE_DLB      per-packet spraying over live uplinks, reorder tags added at the first switch */
+#include <core.p4>
+#include <v1model.p4>
+
+#include "headers.p4"
+#include "metadata.p4"
+#include "parser.p4"
+#include "flow.p4"
+#include "port_io.p4"
+#ifdef LB_MODE_DLB
+#include "dlb.p4"
+#endif
+#ifdef LB_MODE_FLOWLET
+#include "flowlet.p4"
+#endif
+#include "routing.p4"
+
+control FabricIngress(inout headers_t hdr,
+                      inout local_metadata_t meta,
+                      inout standard_metadata_t standard_metadata) {
+    PacketOutHandler() packet_out_handler;
+    IngressPortCounters() port_counters;
+    FlowKey() flow_key;
+#ifdef LB_MODE_DLB
+    FlowIndex() flow_index;
+    ReorderTagging() reorder_tagging;
+    PacketSpraying() load_balancing;
+#endif
+#ifdef LB_MODE_FLOWLET
+    FlowIndex() flow_index;
+    FlowletSwitching() load_balancing;
+#endif
+    EcmpRouting() routing;
+
+    apply {
+        packet_out_handler.apply(hdr, standard_metadata);
+        port_counters.apply(standard_metadata);
+        if (hdr.ipv4.isValid()) {
+            flow_key.apply(hdr, meta);
+#ifdef LB_MODE_DLB
+            flow_index.apply(hdr, meta);
+            reorder_tagging.apply(hdr, meta, standard_metadata);
+            load_balancing.apply(meta);
+#endif
+#ifdef LB_MODE_FLOWLET
+            flow_index.apply(hdr, meta);
+            load_balancing.apply(meta, standard_metadata);
+#endif
+        }
+        routing.apply(hdr, meta, standard_metadata);
+    }
+}
+
+control FabricEgress(inout headers_t hdr,
+                     inout local_metadata_t meta,
+                     inout standard_metadata_t standard_metadata) {
+    EgressPortIo() port_io;
+
+    apply {
+        port_io.apply(hdr, standard_metadata);
+    }
+}
+
+V1Switch(FabricParser(),
+         FabricVerifyChecksum(),
+         FabricIngress(),
+         FabricEgress(),
+         FabricComputeChecksum(),
+         FabricDeparser()) main;

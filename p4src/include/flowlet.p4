@@ -1,0 +1,39 @@
+/* Flowlet switching: a flow keeps its path while its packets come closer together than the
+ * flowlet gap; after a longer pause the next packet starts a new flowlet, whose id feeds the
+ * ECMP hash and so may take another path. The gap is set at run time by the controller. */
+#ifndef FABRIC_FLOWLET_P4
+#define FABRIC_FLOWLET_P4
+
+#include "flow.p4"
+
+control FlowletSwitching(inout local_metadata_t meta,
+                         in standard_metadata_t standard_metadata) {
+    register<bit<48>>(FLOW_TABLE_SIZE) flowlet_last_seen;
+    register<bit<16>>(FLOW_TABLE_SIZE) flowlet_id;
+    bit<48> gap_us = 0;
+
+    action set_flowlet_gap(bit<48> gap) {
+        gap_us = gap;
+    }
+    table flowlet_gap {
+        actions = { set_flowlet_gap; }
+        default_action = set_flowlet_gap(48w10000);
+    }
+
+    apply {
+        flowlet_gap.apply();
+        bit<48> now = standard_metadata.ingress_global_timestamp;
+        bit<48> last;
+        bit<16> id;
+        flowlet_last_seen.read(last, meta.flow_index);
+        flowlet_id.read(id, meta.flow_index);
+        if (now - last > gap_us) {
+            id = id + 1;
+            flowlet_id.write(meta.flow_index, id);
+        }
+        flowlet_last_seen.write(meta.flow_index, now);
+        meta.lb_entropy = id;
+    }
+}
+
+#endif
