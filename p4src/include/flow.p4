@@ -22,7 +22,7 @@ control FlowIndex(in headers_t hdr, inout local_metadata_t meta) {
         hash(meta.flow_index, HashAlgorithm.crc32, 32w0,
              { hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
                meta.l4_src_port, meta.l4_dst_port },
-             32w FLOW_TABLE_SIZE);
+             (bit<32>) FLOW_TABLE_SIZE);
     }
 }
 
