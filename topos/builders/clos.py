@@ -25,7 +25,7 @@ def leafspine(*, leaves: int = 4, spines: int = 2, hosts_per_leaf: int = 2,
                   rate_mbps=rate_mbps, delay_ms=delay_ms, queue_pkts=queue_pkts)
     fab = FabricBuilder("leafspine", "leafspine", params, "Two-tier leaf-spine Clos (baseline)",
                         rate_mbps=rate_mbps, delay_ms=delay_ms, queue_pkts=queue_pkts)
-    leaf_names = [fab.switch(f"leaf{i}", "leaf", 1, group=i) for i in range(leaves)]
+    leaf_names = [fab.switch(f"leaf{i}", "leaf", 1) for i in range(leaves)]
     spine_names = [fab.switch(f"spine{j}", "spine", 2) for j in range(spines)]
     for i, leaf in enumerate(leaf_names):
         for h in range(hosts_per_leaf):
