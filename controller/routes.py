@@ -1,0 +1,110 @@
+"""Shortest-path ECMP routes from the fabric model.
+
+For every switch and every host NIC, the next-hop set is every (egress port, neighbour MAC) that
+starts a shortest path to that NIC. Paths run over switches only: a NIC never forwards, even when
+it has two ports (HPN's dual-ToR NIC), so it can only be the last hop. Routes are /32 host routes
+(the addressing plan puts every NIC in one /16, so there is nothing to aggregate per switch).
+
+Next-hop sets are shared: prefixes whose sets are equal point at one action-selector group.
+Member ids are P4 port numbers (a port has exactly one neighbour, so one next hop); group ids are
+numbered 1.. in the order the sets are first used, walking the NICs in fabric order.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import deque
+from dataclasses import dataclass, field
+
+from topos.model import FabricSpec
+
+
+@dataclass(frozen=True, order=True)
+class NextHop:
+    """Leave through `port`, rewriting the destination MAC to `mac` (the far end's MAC)."""
+
+    port: int
+    mac: str
+    neighbour: str
+
+
+@dataclass
+class SwitchRoutes:
+    """Everything the controller installs on one switch."""
+
+    switch: str
+    device_id: int
+    routes: dict[str, tuple[NextHop, ...]] = field(default_factory=dict)  # "a.b.c.d/32" -> hops
+    groups: dict[tuple[NextHop, ...], int] = field(default_factory=dict)  # hop set -> group id
+    source_macs: dict[int, str] = field(default_factory=dict)  # port -> the port's own MAC
+    hash_seed: int = 0
+
+    def members(self) -> dict[int, NextHop]:
+        """Member id (= port) -> next hop, for every next hop any group uses."""
+        return {hop.port: hop for hops in self.groups for hop in hops}
+
+    def group_of(self, prefix: str) -> int:
+        return self.groups[self.routes[prefix]]
+
+
+def default_hash_seed(switch: str) -> int:
+    """A per-switch 16-bit selector seed, stable across runs (avoids hash polarisation)."""
+    return zlib.crc32(switch.encode()) & 0xFFFF
+
+
+def switch_distances(spec: FabricSpec, sources: list[str]) -> dict[str, int]:
+    """Hop counts over switch-to-switch links from the nearest of `sources` (multi-source BFS)."""
+    dist = {s: 0 for s in sources}
+    todo = deque(sources)
+    while todo:
+        node = todo.popleft()
+        for link in spec.links_of(node):
+            far = link.other(node).node
+            if far not in dist and spec.is_switch(far):
+                dist[far] = dist[node] + 1
+                todo.append(far)
+    return dist
+
+
+def next_hops_to_nic(spec: FabricSpec, switch: str, nic: str,
+                     dist: dict[str, int]) -> tuple[NextHop, ...]:
+    """The next hops from `switch` towards `nic`, given switch distances to the NIC's switches."""
+    if switch not in dist:
+        return ()
+    hops = []
+    for link in spec.links_of(switch):
+        far = link.other(switch)
+        if dist[switch] == 0 and far.node == nic:
+            hops.append(NextHop(link.end(switch).port, far.mac, far.node))
+        elif dist[switch] > 0 and dist.get(far.node) == dist[switch] - 1 \
+                and spec.is_switch(far.node):
+            hops.append(NextHop(link.end(switch).port, far.mac, far.node))
+    return tuple(sorted(hops))
+
+
+def compute_routes(spec: FabricSpec, *, hash_seed: int | None = None) -> dict[str, SwitchRoutes]:
+    """Routes for every switch of `spec`, by switch name.
+
+    `hash_seed` gives every switch the same selector seed (to demonstrate hash polarisation);
+    by default each switch gets its own (`default_hash_seed`).
+    """
+    plan = {
+        sw.name: SwitchRoutes(
+            switch=sw.name, device_id=sw.device_id,
+            hash_seed=default_hash_seed(sw.name) if hash_seed is None else hash_seed & 0xFFFF,
+            source_macs={ln.end(sw.name).port: ln.end(sw.name).mac
+                         for ln in spec.links_of(sw.name)},
+        )
+        for sw in spec.switches
+    }
+    for nic in spec.host_nics():
+        attached = sorted({sw for sw, _port in spec.attachments(nic.name)})
+        dist = switch_distances(spec, attached)
+        prefix = f"{nic.ip}/32"
+        for name, routes in plan.items():
+            hops = next_hops_to_nic(spec, name, nic.name, dist)
+            if not hops:
+                continue
+            routes.routes[prefix] = hops
+            routes.groups.setdefault(hops, len(routes.groups) + 1)
+    return plan
