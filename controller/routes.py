@@ -71,13 +71,13 @@ def next_hops_to_nic(spec: FabricSpec, switch: str, nic: str,
     """The next hops from `switch` towards `nic`, given switch distances to the NIC's switches."""
     if switch not in dist:
         return ()
+    here = dist[switch]
     hops = []
     for link in spec.links_of(switch):
         far = link.other(switch)
-        if dist[switch] == 0 and far.node == nic:
-            hops.append(NextHop(link.end(switch).port, far.mac, far.node))
-        elif dist[switch] > 0 and dist.get(far.node) == dist[switch] - 1 \
-                and spec.is_switch(far.node):
+        to_nic = here == 0 and far.node == nic
+        downhill = here > 0 and dist.get(far.node) == here - 1 and spec.is_switch(far.node)
+        if to_nic or downhill:
             hops.append(NextHop(link.end(switch).port, far.mac, far.node))
     return tuple(sorted(hops))
 
