@@ -10,6 +10,7 @@
 #include "parser.p4"
 #include "flow.p4"
 #include "port_io.p4"
+#include "ecn.p4"
 #ifdef LB_MODE_DLB
 #include "dlb.p4"
 #endif
@@ -57,9 +58,11 @@ control FabricIngress(inout headers_t hdr,
 control FabricEgress(inout headers_t hdr,
                      inout local_metadata_t meta,
                      inout standard_metadata_t standard_metadata) {
+    EcnMarking() ecn;
     EgressPortIo() port_io;
 
     apply {
+        ecn.apply(hdr, standard_metadata);
         port_io.apply(hdr, standard_metadata);
     }
 }
