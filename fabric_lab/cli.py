@@ -7,7 +7,12 @@ import importlib
 import sys
 
 # One module per subcommand in fabric_lab/commands/; each defines register(subparsers).
-SUBCOMMANDS: list[str] = []
+SUBCOMMANDS: list[str] = [
+    "show",
+    "clean",
+    "run",
+    "report",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

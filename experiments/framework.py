@@ -1,0 +1,106 @@
+"""What an experiment is, and how one run of it is carried out.
+
+An experiment module defines its parameters (with a `quick` variant), a `run` that measures and
+writes CSV files into the result directory, and a `plot` that draws PNGs from those files alone —
+so a result directory always holds everything needed to redraw its plots without rerunning.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from experiments.results import ResultDir, allocate
+
+
+@dataclass
+class RunContext:
+    """What a running experiment gets: its parameters, where to write, how to report progress."""
+
+    out: ResultDir
+    params: dict[str, Any]
+    quick: bool
+    target: str
+    fabric: str | None
+    progress: Callable[[str], None] = print
+
+
+@dataclass
+class Experiment:
+    name: str
+    summary: str  # what it shows, one sentence
+    duration: str  # e.g. "about 1 min with --quick, 10 min in full"
+    defaults: Mapping[str, Any]
+    quick: Mapping[str, Any]  # overrides of defaults for --quick
+    run: Callable[[RunContext], None]
+    plot: Callable[[ResultDir], list[Path]]
+    fabrics: tuple[str, ...] = ()  # fabrics it can run on; empty: it needs none
+    needs_root: bool = False
+    tags: tuple[str, ...] = field(default_factory=tuple)
+
+
+class ExperimentError(Exception):
+    """Bad experiment arguments (unknown parameter, fabric it cannot run on, ...)."""
+
+
+def resolve_params(experiment: Experiment, quick: bool, overrides: Mapping[str, str]) -> dict[str, Any]:
+    """Defaults, then the quick variant, then `key=value` overrides converted to the default's type."""
+    params = dict(experiment.defaults)
+    if quick:
+        params.update(experiment.quick)
+    unknown = sorted(set(overrides) - set(params))
+    if unknown:
+        raise ExperimentError(
+            f"{experiment.name}: unknown parameter(s) {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(params))}")
+    for key, text in overrides.items():
+        params[key] = _convert(key, text, params[key])
+    return params
+
+
+def _convert(key: str, text: str, default: Any) -> Any:
+    try:
+        if isinstance(default, bool):
+            if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError(text)
+            return text.lower() in ("true", "1", "yes")
+        if isinstance(default, int):
+            return int(text, 0)
+        if isinstance(default, float):
+            return float(text)
+        if isinstance(default, (list, tuple)):
+            item = default[0] if default else ""
+            return [_convert(key, part, item) for part in text.split(",") if part]
+    except ValueError:
+        raise ExperimentError(f"parameter {key}: {text!r} is not a valid {type(default).__name__}") from None
+    return text
+
+
+def execute(experiment: Experiment, *, quick: bool = False, target: str = "auto",
+            fabric: str | None = None, out: Path | None = None, base: Path = Path("results"),
+            overrides: Mapping[str, str] | None = None,
+            progress: Callable[[str], None] = print) -> ResultDir:
+    """Run one experiment into a fresh result directory and draw its plots."""
+    params = resolve_params(experiment, quick, overrides or {})
+    if fabric is not None and experiment.fabrics and fabric not in experiment.fabrics:
+        raise ExperimentError(f"{experiment.name} runs on {', '.join(experiment.fabrics)}, not {fabric}")
+    result = ResultDir(allocate(experiment.name, out, base))
+    result.write_params(experiment.name, params, quick=quick, target=target, fabric=fabric,
+                        status="running")
+    started = time.monotonic()
+    progress(f"{experiment.name}: writing to {result.path}")
+    try:
+        experiment.run(RunContext(result, params, quick, target, fabric, progress))
+        plots = experiment.plot(result)
+    except BaseException as error:
+        result.update_params(status="failed", error=f"{type(error).__name__}: {error}",
+                             duration_s=round(time.monotonic() - started, 3))
+        raise
+    result.update_params(status="complete", duration_s=round(time.monotonic() - started, 3),
+                         plots=[plot.name for plot in plots])
+    progress(f"{experiment.name}: done in {time.monotonic() - started:.1f} s, "
+             f"{len(plots)} plot(s) in {result.path}")
+    return result

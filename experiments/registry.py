@@ -1,0 +1,25 @@
+"""The experiments `fabric-lab run` knows, by name."""
+
+from __future__ import annotations
+
+import importlib
+
+from experiments.framework import Experiment
+
+# One module per experiment; each defines EXPERIMENT.
+_MODULES: tuple[str, ...] = ()
+
+
+def all_experiments() -> dict[str, Experiment]:
+    experiments = {}
+    for module_name in _MODULES:
+        experiment = importlib.import_module(f"experiments.{module_name}").EXPERIMENT
+        experiments[experiment.name] = experiment
+    return experiments
+
+
+def get(name: str) -> Experiment:
+    experiments = all_experiments()
+    if name not in experiments:
+        raise KeyError(f"unknown experiment {name!r}; known: {', '.join(sorted(experiments)) or 'none'}")
+    return experiments[name]

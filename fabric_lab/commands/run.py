@@ -1,0 +1,61 @@
+"""`fabric-lab run EXPERIMENT`: run an experiment into a fresh result directory."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from experiments.framework import ExperimentError, execute
+from experiments.registry import all_experiments
+from experiments.results import ResultDirError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run", help="run an experiment (CSV, params.json and plots into results/)",
+        description="Run an experiment. Results go to results/<experiment>/<timestamp>/ "
+                    "(or --out DIR, which must be new or empty); nothing is ever overwritten.")
+    parser.add_argument("experiment", nargs="?", help="experiment name (see --list)")
+    parser.add_argument("--list", action="store_true", help="list the experiments and exit")
+    parser.add_argument("--fabric", help="fabric to run on, where the experiment takes one")
+    parser.add_argument("--target", default="auto", choices=("auto", "p4switch", "bmv2"),
+                        help="P4 target (default: auto)")
+    parser.add_argument("--quick", action="store_true", help="the short variant (about a minute)")
+    parser.add_argument("--out", type=Path, help="result directory (new or empty)")
+    parser.add_argument("--results", type=Path, default=Path("results"),
+                        help="base directory for results (default: ./results)")
+    parser.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a parameter (repeatable)")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    experiments = all_experiments()
+    if args.list:
+        width = max((len(name) for name in experiments), default=0)
+        for name, experiment in sorted(experiments.items()):
+            where = f" [{', '.join(experiment.fabrics)}]" if experiment.fabrics else ""
+            print(f"{name:<{width}}  {experiment.summary} ({experiment.duration}){where}")
+        return 0
+    if not args.experiment:
+        print("fabric-lab run: name an experiment, or use --list", file=sys.stderr)
+        return 2
+    if args.experiment not in experiments:
+        print(f"fabric-lab run: unknown experiment {args.experiment!r}; "
+              f"known: {', '.join(sorted(experiments))}", file=sys.stderr)
+        return 2
+    overrides = {}
+    for item in args.param:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            print(f"fabric-lab run: --param wants KEY=VALUE, got {item!r}", file=sys.stderr)
+            return 2
+        overrides[key] = value
+    try:
+        execute(experiments[args.experiment], quick=args.quick, target=args.target,
+                fabric=args.fabric, out=args.out, base=args.results, overrides=overrides)
+    except (ExperimentError, ResultDirError) as error:
+        print(f"fabric-lab run: {error}", file=sys.stderr)
+        return 2
+    return 0
