@@ -11,6 +11,7 @@
 #include "flow.p4"
 #include "port_io.p4"
 #include "ecn.p4"
+#include "pfc.p4"
 #ifdef LB_MODE_DLB
 #include "dlb.p4"
 #endif
@@ -24,6 +25,7 @@ control FabricIngress(inout headers_t hdr,
                       inout standard_metadata_t standard_metadata) {
     PacketOutHandler() packet_out_handler;
     IngressPortCounters() port_counters;
+    PfcReception() pfc_reception;
     FlowKey() flow_key;
 #ifdef LB_MODE_DLB
     FlowIndex() flow_index;
@@ -39,6 +41,7 @@ control FabricIngress(inout headers_t hdr,
     apply {
         packet_out_handler.apply(hdr, standard_metadata);
         port_counters.apply(standard_metadata);
+        pfc_reception.apply(hdr, standard_metadata);
         if (hdr.ipv4.isValid()) {
             flow_key.apply(hdr, meta);
 #ifdef LB_MODE_DLB
@@ -59,9 +62,11 @@ control FabricEgress(inout headers_t hdr,
                      inout local_metadata_t meta,
                      inout standard_metadata_t standard_metadata) {
     EcnMarking() ecn;
+    PfcGeneration() pfc;
     EgressPortIo() port_io;
 
     apply {
+        pfc.apply(hdr, meta, standard_metadata);
         ecn.apply(hdr, standard_metadata);
         port_io.apply(hdr, standard_metadata);
     }

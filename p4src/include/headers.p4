@@ -34,6 +34,11 @@ header pfc_h {
     bit<16> pause_time_7;
 }
 
+/* Zero padding that brings a PFC frame to the 60-byte Ethernet minimum (14 + 20 + 26). */
+header pfc_pad_h {
+    bit<208> zeros;
+}
+
 header ipv4_h {
     bit<4>      version;
     bit<4>      ihl;
@@ -99,6 +104,7 @@ struct headers_t {
     packet_in_h  packet_in;
     ethernet_h   ethernet;
     pfc_h        pfc;
+    pfc_pad_h    pfc_pad;
     ipv4_h       ipv4;
     dlb_tag_h    dlb_tag;
     udp_h        udp;

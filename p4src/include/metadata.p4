@@ -11,6 +11,10 @@ struct local_metadata_t {
     bit<16>     hash_seed;    /* per-switch seed, set by the controller */
     bit<16>     lb_entropy;   /* load-balancing entropy: 0 (ECMP), flowlet id, or per-packet count */
     bit<32>     flow_index;   /* hash of the 5-tuple, indexes per-flow registers */
+    /* Carried into the egress clone that becomes a PFC frame (field list 1). */
+    @field_list(1) bit<1>  pfc_frame;
+    @field_list(1) bit<16> pfc_quanta;
+    @field_list(1) bit<3>  pfc_class;
 }
 
 #endif

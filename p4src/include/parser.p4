@@ -93,6 +93,7 @@ control FabricDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.packet_in);
         packet.emit(hdr.ethernet);
         packet.emit(hdr.pfc);
+        packet.emit(hdr.pfc_pad);
         packet.emit(hdr.ipv4);
         packet.emit(hdr.dlb_tag);
         packet.emit(hdr.udp);
