@@ -1,0 +1,104 @@
+"""Controller side of `traffic.worker`: start workers in hosts and run sends/receives in them."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import tempfile
+import time
+from typing import Any
+
+from traffic.hosts import Host, python_argv
+
+
+class AgentError(RuntimeError):
+    pass
+
+
+class Agent:
+    """One worker process in one host; runs one send or receive at a time."""
+
+    def __init__(self, host: Host, start_timeout: float = 20.0) -> None:
+        self.host = host
+        # a file, not a pipe: a full pipe would stall the worker
+        self._err = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
+        self.proc = host.popen(python_argv("traffic.worker"), stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=self._err, bufsize=0)
+        self._buf = b""
+        self.expect("ready", start_timeout)
+
+    def _line(self, deadline: float) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AgentError(f"{self.host.name}: worker did not answer in time")
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    self.proc.wait()
+                    err = self.stderr()
+                    raise AgentError(f"{self.host.name}: worker exited: {err.strip()[-2000:]}")
+                self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def stderr(self) -> str:
+        self._err.seek(0)
+        return self._err.read().decode(errors="replace")
+
+    def expect(self, event: str, timeout: float) -> dict[str, Any]:
+        msg = self._line(time.monotonic() + timeout)
+        if msg.get("event") == "error":
+            raise AgentError(f"{self.host.name}: {msg.get('message')}")
+        if msg.get("event") != event:
+            raise AgentError(f"{self.host.name}: expected {event}, got {msg}")
+        return msg
+
+    def request(self, op: str, config: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps({"op": op, "config": config}) + "\n").encode())
+
+    def start_recv(self, config: dict[str, Any], timeout: float = 10.0) -> None:
+        """Start a receive and return once its socket is open."""
+        self.request("recv", config)
+        self.expect("ready", timeout)
+
+    def start_send(self, config: dict[str, Any]) -> None:
+        self.request("send", config)
+
+    def result(self, timeout: float = 120.0) -> dict[str, Any]:
+        return self.expect("result", timeout)["result"]
+
+    def interrupt(self) -> None:
+        """End the current run early (it still reports its result)."""
+        self.proc.send_signal(signal.SIGTERM)
+
+    def close(self, timeout: float = 5.0) -> None:
+        if self.proc.poll() is None:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.write(b'{"op": "quit"}\n')
+                self.proc.stdin.close()
+                self.proc.wait(timeout)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.terminate()
+                try:
+                    self.proc.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+        if self.proc.stdout:
+            self.proc.stdout.close()
+        self._err.close()
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,86 @@
+"""Classic BPF socket filters, so AF_PACKET sockets wake up only for the frames they handle.
+
+Without them a sender's control socket would receive a copy of every frame the sender itself
+transmits (packet taps see outgoing frames too).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import socket
+import struct
+
+SO_ATTACH_FILTER = 26
+_LD_W_ABS, _LD_H_ABS, _LD_B_ABS = 0x20, 0x28, 0x30
+_JEQ_K = 0x15
+_RET_K = 0x06
+_PKTTYPE = 0xFFFFF000 + 4  # SKF_AD_OFF + SKF_AD_PKTTYPE
+_OUTGOING = 4
+_ACCEPT, _DROP = 0x40000, 0
+
+Insn = tuple[int, int, int, int]  # code, jump-if-true, jump-if-false, k
+
+
+def _assemble(prog: list[tuple]) -> list[Insn]:
+    """Instructions as (code, k) or (code, k, true_label, false_label); labels are str entries
+    in the list, and "next" falls through."""
+    labels: dict[str, int] = {}
+    pc = 0
+    for item in prog:
+        if isinstance(item, str):
+            labels[item] = pc
+        else:
+            pc += 1
+    out: list[Insn] = []
+    for item in prog:
+        if isinstance(item, str):
+            continue
+        here = len(out)
+        if len(item) == 2:
+            out.append((item[0], 0, 0, item[1]))
+        else:
+            code, k, t, f = item
+            jt = 0 if t == "next" else labels[t] - here - 1
+            jf = 0 if f == "next" else labels[f] - here - 1
+            out.append((code, jt, jf, k))
+    return out
+
+
+def _incoming_then(prog: list[tuple]) -> list[Insn]:
+    head: list[tuple] = [(_LD_W_ABS, _PKTTYPE), (_JEQ_K, _OUTGOING, "drop", "next")]
+    return _assemble([*head, *prog, "drop", (_RET_K, _DROP), "accept", (_RET_K, _ACCEPT)])
+
+
+def roce_receiver_filter(udp_port: int = 4791) -> list[Insn]:
+    """Incoming IPv4 (no options) to UDP `udp_port`, with or without the reorder tag."""
+    return _incoming_then([
+        (_LD_H_ABS, 12), (_JEQ_K, 0x0800, "next", "drop"),
+        (_LD_B_ABS, 14), (_JEQ_K, 0x45, "next", "drop"),
+        (_LD_B_ABS, 23), (_JEQ_K, 17, "udp", "next"),
+        (_JEQ_K, 253, "next", "drop"),
+        (_LD_H_ABS, 44), (_JEQ_K, udp_port, "accept", "drop"),
+        "udp", (_LD_H_ABS, 36), (_JEQ_K, udp_port, "accept", "drop"),
+    ])
+
+
+def sender_control_filter(udp_port: int = 4791) -> list[Insn]:
+    """Incoming PFC (MAC control) frames and RoCE frames (CNPs, ACKs)."""
+    return _incoming_then([
+        (_LD_H_ABS, 12), (_JEQ_K, 0x8808, "accept", "next"),
+        (_JEQ_K, 0x0800, "next", "drop"),
+        (_LD_B_ABS, 14), (_JEQ_K, 0x45, "next", "drop"),
+        (_LD_B_ABS, 23), (_JEQ_K, 17, "next", "drop"),
+        (_LD_H_ABS, 36), (_JEQ_K, udp_port, "accept", "drop"),
+    ])
+
+
+def incoming_filter() -> list[Insn]:
+    """Every frame that arrived on the interface (none that this host sent)."""
+    return _incoming_then([(_RET_K, _ACCEPT)])
+
+
+def attach(sock: socket.socket, program: list[Insn]) -> None:
+    blob = b"".join(struct.pack("HBBI", *insn) for insn in program)
+    buf = ctypes.create_string_buffer(blob)
+    fprog = struct.pack("HL", len(program), ctypes.addressof(buf))
+    sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, fprog)

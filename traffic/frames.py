@@ -1,0 +1,199 @@
+"""RoCEv2 frames: built once with scapy, then patched per packet; ICRC computed with zlib.
+
+`build_frame` is the readable (slow) path used for templates, ACKs, CNPs and tests.
+`FrameTemplate` holds one built frame as a bytearray and rewrites only the fields that change
+per packet (PSN, ACK-request bit, tag sequence, send timestamp, ICRC), which keeps the sender's
+hot loop free of scapy.
+
+ICRC (IBA annex A17): CRC-32 over 8 bytes of 0xFF (the pseudo-LRH), the IPv4 header with TOS,
+TTL and checksum set to all ones, the UDP header with its checksum set to all ones, the BTH with
+its FECN/BECN/reserved byte set to all ones, and the payload; stored least-significant byte
+first. With the reorder tag present the ICRC covers the untagged packet (protocol 17, IPv4 length
+without the tag), because the receiver strips the tag before verifying.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass
+
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+
+from traffic.headers import (
+    ACK,
+    AETH,
+    BTH,
+    BTH_LEN,
+    CNP,
+    ICRC_LEN,
+    RETH,
+    RETH_LEN,
+    RETH_OPCODES,
+    ROCE_UDP_PORT,
+    TAG_FLAG_HOST,
+    TAG_IP_PROTO,
+    TAG_LEN,
+    CNPPadding,
+)
+
+ETH_LEN = 14
+IPV4_LEN = 20
+UDP_LEN = 8
+ECN_NOT_ECT, ECN_ECT1, ECN_ECT0, ECN_CE = 0, 1, 2, 3
+STAMP_LEN = 8  # send timestamp (ns, big-endian) in the first payload bytes of a message
+_PSEUDO_LRH = b"\xff" * 8
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    """Addressing of one direction of a queue pair."""
+
+    src_mac: str
+    dst_mac: str
+    src_ip: str
+    dst_ip: str
+    sport: int  # UDP source port: the flow entropy ECMP hashes on
+    dqpn: int
+    dscp: int = 26
+    ecn: int = ECN_ECT0
+
+
+def build_frame(
+    ep: Endpoints,
+    opcode: int,
+    psn: int = 0,
+    payload: bytes = b"",
+    *,
+    dlen: int = 0,
+    va: int = 0,
+    rkey: int = 0,
+    ackreq: bool = False,
+    tag: tuple[int, int] | None = None,
+    tag_flags: int = TAG_FLAG_HOST,
+    becn: bool = False,
+    syndrome: int = 0,
+    msn: int = 0,
+) -> bytes:
+    """A complete frame (no FCS) with a correct ICRC; `tag` = (flow_id, seq) adds the shim."""
+    bth = BTH(opcode=opcode, dqpn=ep.dqpn, psn=psn & 0xFFFFFF, ackreq=int(ackreq), becn=int(becn))
+    if opcode in RETH_OPCODES:
+        bth = bth / RETH(va=va, rkey=rkey, dlen=dlen)
+    elif opcode == ACK:
+        bth = bth / AETH(syndrome=syndrome, msn=msn)
+    elif opcode == CNP:
+        bth = bth / CNPPadding()
+    if payload:
+        bth = bth / payload
+    ip = IP(src=ep.src_ip, dst=ep.dst_ip, tos=(ep.dscp << 2) | ep.ecn, ttl=64, id=0, flags="DF")
+    # UDP checksum 0 (allowed on IPv4, as RoCE NICs send) keeps per-packet patching cheap.
+    l4 = UDP(sport=ep.sport, dport=ROCE_UDP_PORT, chksum=0) / bth
+    plain = bytes(Ether(src=ep.src_mac, dst=ep.dst_mac) / ip / l4)
+    if tag is None:
+        return plain
+    return add_tag(plain, tag[0], tag[1], tag_flags)
+
+
+def add_tag(frame: bytes, flow_id: int, seq: int, flags: int = TAG_FLAG_HOST) -> bytes:
+    """Insert the reorder tag after the IPv4 header (protocol -> 253, length += 8)."""
+    ihl = (frame[ETH_LEN] & 0x0F) * 4
+    ip = bytearray(frame[ETH_LEN : ETH_LEN + ihl])
+    proto = ip[9]
+    ip[9] = TAG_IP_PROTO
+    ip[2:4] = (int.from_bytes(ip[2:4], "big") + TAG_LEN).to_bytes(2, "big")
+    _set_ipv4_checksum(ip)
+    shim = struct.pack("!BBHI", proto, flags, flow_id & 0xFFFF, seq & 0xFFFFFFFF)
+    return frame[:ETH_LEN] + bytes(ip) + shim + frame[ETH_LEN + ihl :]
+
+
+def strip_tag(frame: bytes) -> bytes:
+    """Remove the reorder tag, restoring the IPv4 protocol and length; untagged frames pass."""
+    ihl = (frame[ETH_LEN] & 0x0F) * 4
+    if frame[ETH_LEN + 9] != TAG_IP_PROTO:
+        return bytes(frame)
+    ip = bytearray(frame[ETH_LEN : ETH_LEN + ihl])
+    ip[9] = frame[ETH_LEN + ihl]
+    ip[2:4] = (int.from_bytes(ip[2:4], "big") - TAG_LEN).to_bytes(2, "big")
+    _set_ipv4_checksum(ip)
+    return bytes(frame[:ETH_LEN]) + bytes(ip) + bytes(frame[ETH_LEN + ihl + TAG_LEN :])
+
+
+def _set_ipv4_checksum(ip: bytearray) -> None:
+    ip[10:12] = b"\x00\x00"
+    total = sum(struct.unpack(f"!{len(ip) // 2}H", ip))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    ip[10:12] = (~total & 0xFFFF).to_bytes(2, "big")
+
+
+def _masked_headers(frame: bytes | bytearray | memoryview) -> tuple[bytes, int]:
+    """Pseudo-LRH + masked IPv4/UDP/BTH[0:8] of the untagged packet, and where BTH byte 8 is."""
+    ihl = (frame[ETH_LEN] & 0x0F) * 4
+    ip = bytearray(frame[ETH_LEN : ETH_LEN + ihl])
+    l4 = ETH_LEN + ihl
+    if ip[9] == TAG_IP_PROTO:
+        ip[9] = frame[l4]
+        ip[2:4] = (int.from_bytes(ip[2:4], "big") - TAG_LEN).to_bytes(2, "big")
+        l4 += TAG_LEN
+    ip[1] = 0xFF  # TOS (DSCP + ECN)
+    ip[8] = 0xFF  # TTL
+    ip[10:12] = b"\xff\xff"  # header checksum
+    udp = bytearray(frame[l4 : l4 + UDP_LEN])
+    udp[6:8] = b"\xff\xff"
+    bth = bytearray(frame[l4 + UDP_LEN : l4 + UDP_LEN + 8])
+    bth[4] = 0xFF  # FECN, BECN, reserved
+    return _PSEUDO_LRH + bytes(ip) + bytes(udp) + bytes(bth), l4 + UDP_LEN + 8
+
+
+def compute_icrc(frame: bytes | bytearray | memoryview) -> bytes:
+    """The four ICRC bytes a frame (tagged or not) should end with; its own trailing four
+    bytes are the ICRC field and are not covered."""
+    head, rest = _masked_headers(frame)
+    return zlib.crc32(memoryview(frame)[rest:-ICRC_LEN], zlib.crc32(head)).to_bytes(4, "little")
+
+
+def frame_icrc(frame: bytes | bytearray | memoryview) -> bytes:
+    """The ICRC bytes carried in the frame's last four bytes."""
+    return bytes(frame[-ICRC_LEN:])
+
+
+def icrc_ok(frame: bytes | bytearray | memoryview) -> bool:
+    return compute_icrc(frame) == frame_icrc(frame)
+
+
+class FrameTemplate:
+    """One prebuilt data frame whose per-packet fields are patched in place.
+
+    `render()` returns the template's own bytearray: send it before rendering the next packet.
+    """
+
+    __slots__ = ("_head_crc", "_icrc_at", "_rest", "_stamp_at", "_tag_at", "buf", "psn_at")
+
+    def __init__(self, frame: bytes, *, stamped: bool) -> None:
+        self.buf = bytearray(frame)
+        head, rest = _masked_headers(self.buf)
+        self._head_crc = zlib.crc32(head)
+        self._rest = rest
+        self.psn_at = rest  # BTH byte 8: ackreq bit + reserved, then the 24-bit PSN
+        self._icrc_at = len(self.buf) - ICRC_LEN
+        ihl = (self.buf[ETH_LEN] & 0x0F) * 4
+        tagged = self.buf[ETH_LEN + 9] == TAG_IP_PROTO
+        self._tag_at = ETH_LEN + ihl + 4 if tagged else -1
+        payload_at = rest - 8 + BTH_LEN + (RETH_LEN if self.buf[rest - 8] in RETH_OPCODES else 0)
+        if stamped and self._icrc_at - payload_at < STAMP_LEN:
+            raise ValueError("a stamped frame needs at least 8 payload bytes")
+        self._stamp_at = payload_at if stamped else -1
+
+    def render(self, psn: int, ackreq: bool = False, seq: int = 0, stamp_ns: int = 0) -> bytearray:
+        buf = self.buf
+        at = self.psn_at
+        buf[at : at + 4] = ((psn & 0xFFFFFF) | (0x80000000 if ackreq else 0)).to_bytes(4, "big")
+        if self._tag_at >= 0:
+            buf[self._tag_at : self._tag_at + 4] = (seq & 0xFFFFFFFF).to_bytes(4, "big")
+        if self._stamp_at >= 0:
+            buf[self._stamp_at : self._stamp_at + STAMP_LEN] = stamp_ns.to_bytes(STAMP_LEN, "big")
+        end = self._icrc_at
+        crc = zlib.crc32(memoryview(buf)[self._rest : end], self._head_crc)
+        buf[end:] = crc.to_bytes(4, "little")
+        return buf

@@ -1,0 +1,90 @@
+"""Hosts the traffic tools run on: anything that can start a process in its network namespace.
+
+A `Host` has a name, an IPv4 address, an interface and `popen(argv)`. `NetnsHost` wraps a
+named namespace (`ip netns exec`), `MininetHost` a Mininet node (its own `popen`), and
+`PidHost` any process's namespace (`nsenter --net`), which is how a Mininet host is reached
+from another process.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+class Host(Protocol):
+    name: str
+    ip: str
+    iface: str
+
+    def popen(self, argv: list[str], **kwargs: Any) -> subprocess.Popen: ...
+
+
+def python_argv(module: str, *args: str) -> list[str]:
+    """argv that runs `python -m module args` with this interpreter and this checkout."""
+    return [sys.executable, "-m", module, *args]
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    env = dict(os.environ)
+    path = env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = f"{PROJECT_ROOT}{':' + path if path else ''}"
+    return env
+
+
+@dataclass
+class NetnsHost:
+    name: str
+    netns: str
+    ip: str
+    iface: str
+    mac: str = ""
+
+    def argv(self, argv: list[str]) -> list[str]:
+        return ["ip", "netns", "exec", self.netns, *argv]
+
+    def popen(self, argv: list[str], **kwargs: Any) -> subprocess.Popen:
+        kwargs.setdefault("env", _env())
+        kwargs.setdefault("cwd", PROJECT_ROOT)
+        return subprocess.Popen(self.argv(argv), **kwargs)
+
+    def run(self, argv: list[str], check: bool = True, **kwargs: Any) -> subprocess.CompletedProcess:
+        return subprocess.run(self.argv(argv), check=check, capture_output=True, text=True,
+                              **kwargs)
+
+
+@dataclass
+class PidHost:
+    """The network namespace of a running process (e.g. a Mininet host's shell)."""
+
+    name: str
+    pid: int
+    ip: str
+    iface: str
+
+    def popen(self, argv: list[str], **kwargs: Any) -> subprocess.Popen:
+        kwargs.setdefault("env", _env())
+        kwargs.setdefault("cwd", PROJECT_ROOT)
+        return subprocess.Popen(["nsenter", f"--net=/proc/{self.pid}/ns/net", *argv], **kwargs)
+
+
+class MininetHost:
+    """Adapter for a Mininet host node (`net.get("h1")`)."""
+
+    def __init__(self, node: Any, iface: str | None = None) -> None:
+        self.node = node
+        self.name = node.name
+        self.iface = iface or node.defaultIntf().name
+        self.ip = node.IP(self.iface)
+
+    def popen(self, argv: list[str], **kwargs: Any) -> subprocess.Popen:
+        kwargs.setdefault("env", _env())
+        kwargs.setdefault("cwd", str(PROJECT_ROOT))
+        return self.node.popen(argv, **kwargs)

@@ -1,0 +1,120 @@
+"""What a host process needs from its network namespace: interface facts, neighbours, sockets."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import ipaddress
+import socket
+import struct
+import time
+from pathlib import Path
+
+ETH_P_ALL = 0x0003
+ETH_P_IP = 0x0800
+SIOCGIFADDR = 0x8915
+PACKET_OUTGOING = 4  # sll_pkttype of frames this host sent
+
+
+class NetError(RuntimeError):
+    """A missing interface, address or neighbour: the message says which."""
+
+
+def interface_exists(iface: str) -> bool:
+    return Path("/sys/class/net", iface).is_dir()
+
+
+def require_interface(iface: str) -> None:
+    if not interface_exists(iface):
+        present = ", ".join(sorted(p.name for p in Path("/sys/class/net").iterdir()))
+        raise NetError(f"interface {iface!r} does not exist here (present: {present})")
+
+
+def interface_mac(iface: str) -> str:
+    require_interface(iface)
+    return Path("/sys/class/net", iface, "address").read_text().strip()
+
+
+def interface_ip(iface: str) -> str:
+    """The interface's primary IPv4 address."""
+    require_interface(iface)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            raw = fcntl.ioctl(s.fileno(), SIOCGIFADDR, struct.pack("256s", iface.encode()[:15]))
+        except OSError as e:
+            raise NetError(f"interface {iface!r} has no IPv4 address") from e
+    return socket.inet_ntoa(raw[20:24])
+
+
+def validate_ipv4(text: str, what: str = "address") -> str:
+    try:
+        return str(ipaddress.IPv4Address(text))
+    except ValueError as e:
+        raise NetError(f"{what} {text!r} is not an IPv4 address") from e
+
+
+def resolve_host(name: str) -> str:
+    """An IPv4 address, or a host name resolved through the system resolver (/etc/hosts)."""
+    try:
+        return str(ipaddress.IPv4Address(name))
+    except ValueError:
+        pass
+    try:
+        return socket.gethostbyname(name)
+    except OSError as e:
+        raise NetError(f"unknown host {name!r}") from e
+
+
+def neighbour_mac(ip: str, iface: str | None = None) -> str | None:
+    """The MAC of `ip` in this namespace's neighbour table (/proc/net/arp), if complete."""
+    for line in Path("/proc/net/arp").read_text().splitlines()[1:]:
+        cols = line.split()
+        if len(cols) >= 6 and cols[0] == ip and (iface is None or cols[5] == iface):
+            flags = int(cols[2], 16)
+            if flags & 0x2 and cols[3] != "00:00:00:00:00:00":  # ATF_COM: entry complete
+                return cols[3]
+    return None
+
+
+def resolve_mac(ip: str, iface: str, timeout: float = 3.0) -> str:
+    """Neighbour MAC of `ip`: from the table (static ARP in Mininet fabrics), else by making the
+    kernel resolve it (one UDP datagram to the discard port) and probing the table."""
+    mac = neighbour_mac(ip, iface)
+    if mac:
+        return mac
+    deadline = time.monotonic() + timeout
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, iface.encode())
+        next_probe = 0.0
+        while time.monotonic() < deadline:
+            if time.monotonic() >= next_probe:
+                with contextlib.suppress(OSError):
+                    s.sendto(b"", (ip, 9))
+                next_probe = time.monotonic() + 0.5
+            mac = neighbour_mac(ip, iface)
+            if mac:
+                return mac
+            time.sleep(0.01)
+    raise NetError(f"no neighbour entry for {ip} on {iface} (pass its MAC explicitly)")
+
+
+def packet_socket(iface: str, proto: int = 0, rcvbuf: int | None = None) -> socket.socket:
+    """An AF_PACKET raw socket bound to `iface`; proto 0 sends only and never receives."""
+    require_interface(iface)
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(proto))
+    if rcvbuf:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    s.bind((iface, proto))
+    return s
+
+
+def drain(s: socket.socket) -> int:
+    """Discard everything queued on a socket (frames received before a run started)."""
+    n = 0
+    s.setblocking(False)
+    try:
+        while True:
+            s.recv(65536)
+            n += 1
+    except BlockingIOError:
+        return n

@@ -1,0 +1,393 @@
+"""RoCEv2 receiver: per-QP goodput, loss, reordering, ECN/CNP, reorder buffer, message FCT.
+
+Flows are keyed by (source IP, destination QPN). For every data packet the receiver
+- verifies the ICRC (after stripping the DLB tag) and drops the packet if it is wrong,
+- tracks PSNs: a jump ahead records the skipped PSNs as missing; an arrival below the highest
+  PSN seen fills one of them (out of order, distance = highest - PSN) or is a duplicate,
+- counts ECN-CE and answers with a CNP, at most one per `cnp_interval_s` per QP (as NICs do),
+- ACKs packets that ask for it (the last of each message),
+- pushes the packet into the QP's reorder buffer (tag seq if tagged, else PSN); messages are
+  assembled from the in-order stream, so a message completes when its last byte is deliverable,
+  and its FCT is that time minus the send time stamped in its first packet.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import select
+import signal
+import socket
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from traffic import bpf, netutil
+from traffic.frames import ECN_CE, ECN_NOT_ECT, Endpoints, FrameTemplate, build_frame
+from traffic.headers import (
+    ACK,
+    CNP,
+    DATA_OPCODES,
+    FIRST_OPCODES,
+    LAST_OPCODES,
+    ONLY_OPCODES,
+    RETH_OPCODES,
+    TAG_IP_PROTO,
+)
+from traffic.reorder import ReorderBuffer
+from traffic.results import Bin, MessageResult, QPRecvResult, RecvResult
+
+MISSING_TRACK_LIMIT = 1 << 16  # PSNs tracked per jump; beyond, counted as lost directly
+_PSEUDO_LRH = b"\xff" * 8
+
+
+@dataclass(frozen=True)
+class ExpectedFlow:
+    src_ip: str
+    qpn: int
+    bytes: int
+
+
+@dataclass
+class ReceiverConfig:
+    iface: str
+    duration_s: float | None = None  # stop after this long
+    idle_timeout_s: float | None = 2.0  # stop this long after the last data packet
+    expect: list[ExpectedFlow] = field(default_factory=list)  # stop once all are delivered
+    bin_s: float = 0.010
+    cnp: bool = True
+    cnp_interval_s: float = 0.050  # min gap between CNPs of one QP (scaled from 50 us)
+    cnp_dscp: int = 48  # CNPs on a high priority (6)
+    ack: bool = True
+    reorder_capacity: int = 4096
+    reorder_timeout_s: float = 0.100
+    verify_icrc: bool = True
+    record_delivery: bool = False  # keep each QP's released sequence numbers (tests)
+
+    def problems(self) -> list[str]:
+        out = []
+        if self.duration_s is not None and self.duration_s <= 0:
+            out.append(f"duration must be > 0 s, got {self.duration_s}")
+        if self.idle_timeout_s is not None and self.idle_timeout_s <= 0:
+            out.append(f"idle timeout must be > 0 s, got {self.idle_timeout_s}")
+        if self.bin_s <= 0:
+            out.append(f"bin width must be > 0 s, got {self.bin_s}")
+        if self.cnp_interval_s < 0:
+            out.append(f"CNP interval must be >= 0 s, got {self.cnp_interval_s}")
+        if self.duration_s is None and self.idle_timeout_s is None and not self.expect:
+            out.append("nothing ends the run: give a duration, an idle timeout or expected flows")
+        for e in self.expect:
+            if e.bytes <= 0:
+                out.append(f"expected bytes from {e.src_ip} QPN {e.qpn} must be > 0")
+        return out
+
+
+class _Flow:
+    __slots__ = ("buffer", "delivered_bytes", "delivered_seqs", "highest", "last_cnp",
+                 "last_released_psn", "missing", "msg", "msg_stamp", "replies", "res",
+                 "untracked")
+
+    def __init__(self, res: QPRecvResult, cfg: ReceiverConfig) -> None:
+        self.res = res
+        self.highest = -1  # highest PSN seen (unwrapped); senders start at PSN 0
+        self.missing: set[int] = set()
+        self.untracked = 0
+        self.buffer = ReorderBuffer(0, cfg.reorder_capacity, cfg.reorder_timeout_s)
+        self.last_cnp = -float("inf")
+        self.replies: dict[int, FrameTemplate] = {}
+        self.msg: MessageResult | None = None  # message being assembled from the in-order stream
+        self.msg_stamp = 0  # its send time (ns since the epoch)
+        self.delivered_bytes = 0
+        self.last_released_psn = -1
+        self.delivered_seqs: list[int] | None = [] if cfg.record_delivery else None
+
+
+class Receiver:
+    def __init__(self, config: ReceiverConfig,
+                 on_progress: Callable[[RecvResult], None] | None = None,
+                 progress_s: float = 0.0) -> None:
+        problems = config.problems()
+        if problems:
+            raise ValueError("; ".join(problems))
+        self.cfg = config
+        self.on_progress = on_progress
+        self.progress_s = progress_s
+        self._stop = False
+        self.sock = netutil.packet_socket(config.iface, netutil.ETH_P_ALL, rcvbuf=8 << 20)
+        bpf.attach(self.sock, bpf.roce_receiver_filter())
+        netutil.drain(self.sock)
+        self.tx = netutil.packet_socket(config.iface)
+        self._sinks = _kernel_sinks()
+        self.flows: dict[tuple[bytes, int], _Flow] = {}
+        self._head_crcs: dict[bytes, int] = {}
+        self._expect = {(socket.inet_aton(e.src_ip), e.qpn): e.bytes for e in config.expect}
+        self._pending = set(self._expect)
+        self.frames = 0
+        self.start = 0.0
+        self._last_data = 0.0
+
+    def stop(self) -> None:
+        self._stop = True
+
+    def close(self) -> None:
+        self.sock.close()
+        self.tx.close()
+        for s in self._sinks:
+            s.close()
+
+    def run(self, ready: Callable[[], None] | None = None) -> RecvResult:
+        cfg = self.cfg
+        self.start = start = time.time()
+        end = start + cfg.duration_s if cfg.duration_s else float("inf")
+        next_progress = start + self.progress_s if self.progress_s > 0 else float("inf")
+        sock = self.sock
+        sock.setblocking(False)
+        buf = bytearray(4096)
+        view = memoryview(buf)
+        recv_into = sock.recv_into
+        self._last_data = 0.0
+        if ready:
+            ready()
+        while not self._stop:
+            n = 0
+            try:
+                for _ in range(256):
+                    n = recv_into(buf)
+                    self.frames += 1
+                    self._on_frame(view[:n], time.time())
+            except BlockingIOError:
+                n = 0
+            now = time.time()
+            last_data = self._last_data
+            for flow in self.flows.values():
+                if flow.buffer.occupancy:
+                    self._deliver(flow, flow.buffer.expire(now), now)
+            if self._expect and not self._pending:
+                break
+            if now >= end:
+                break
+            if cfg.idle_timeout_s and last_data and now - last_data > cfg.idle_timeout_s:
+                break
+            if now >= next_progress and self.on_progress:
+                next_progress = now + self.progress_s
+                self.on_progress(self._result(time.time() - start, partial=True))
+            if not n:
+                select.select([sock], [], [], 0.005)
+        now = time.time()
+        for flow in self.flows.values():
+            self._deliver(flow, flow.buffer.flush(), now)
+        return self._result(now - start, partial=False)
+
+    def _on_frame(self, frame: memoryview, now: float) -> None:
+        if frame[23] == TAG_IP_PROTO:
+            l4 = 42
+            tag_seq = int.from_bytes(frame[38:42], "big")
+        else:
+            l4 = 34
+            tag_seq = -1
+        bth = l4 + 8
+        if len(frame) < bth + 16:
+            return
+        opcode = frame[bth]
+        if opcode not in DATA_OPCODES:
+            return
+        key = (bytes(frame[26:30]), int.from_bytes(frame[bth + 5 : bth + 8], "big"))
+        flow = self.flows.get(key)
+        if flow is None:
+            flow = self._new_flow(key)
+        res = flow.res
+        if self.cfg.verify_icrc and not self._icrc_ok(frame, l4):
+            res.icrc_errors += 1
+            return
+        psn = int.from_bytes(frame[bth + 9 : bth + 12], "big")
+        # Unwrap the 24-bit PSN around the highest seen.
+        ext = flow.highest + ((psn - flow.highest + 0x800000) & 0xFFFFFF) - 0x800000
+        b = int((now - self.start) / self.cfg.bin_s)
+        binr = res.bins.get(b)
+        if binr is None:
+            binr = res.bins[b] = Bin()
+        if ext > flow.highest:
+            gap = ext - flow.highest - 1
+            if gap:
+                if gap > MISSING_TRACK_LIMIT:
+                    flow.untracked += gap - MISSING_TRACK_LIMIT
+                    flow.missing.update(range(ext - MISSING_TRACK_LIMIT, ext))
+                else:
+                    flow.missing.update(range(flow.highest + 1, ext))
+            flow.highest = ext
+        elif ext in flow.missing:
+            flow.missing.discard(ext)
+            dist = flow.highest - ext
+            res.out_of_order += 1
+            binr.out_of_order += 1
+            res.reorder_distance_sum += dist
+            if dist > res.reorder_distance_max:
+                res.reorder_distance_max = dist
+        else:
+            res.duplicates += 1
+            return
+        payload = len(frame) - bth - 16 - (16 if opcode in RETH_OPCODES else 0)
+        res.packets += 1
+        res.bytes += payload
+        binr.rx_packets += 1
+        binr.rx_bytes += payload
+        if not res.first_t:
+            res.first_t = now
+        res.last_t = self._last_data = now
+        if tag_seq >= 0:
+            res.tagged += 1
+        if frame[15] & 3 == ECN_CE:
+            res.ce_marked += 1
+            binr.ce_marked += 1
+            if self.cfg.cnp and now - flow.last_cnp >= self.cfg.cnp_interval_s:
+                flow.last_cnp = now
+                self._reply(flow, frame, l4, CNP, 0)
+                res.cnp_sent += 1
+                binr.cnp_sent += 1
+        if frame[bth + 8] & 0x80 and self.cfg.ack:
+            self._reply(flow, frame, l4, ACK, psn)
+            res.acks_sent += 1
+        stamp = 0
+        if opcode in FIRST_OPCODES or opcode in ONLY_OPCODES:
+            at = bth + 12 + (16 if opcode in RETH_OPCODES else 0)
+            stamp = int.from_bytes(frame[at : at + 8], "big")
+        item = (ext, opcode, payload, stamp)
+        seq = tag_seq if tag_seq >= 0 else ext
+        released = flow.buffer.push(seq, item, now)
+        if released:
+            self._deliver(flow, released, now)
+        occ = flow.buffer.occupancy
+        if occ > binr.reorder_occupancy_max:
+            binr.reorder_occupancy_max = occ
+
+    def _new_flow(self, key: tuple[bytes, int]) -> _Flow:
+        res = QPRecvResult(src_ip=socket.inet_ntoa(key[0]), qpn=key[1])
+        flow = self.flows[key] = _Flow(res, self.cfg)
+        return flow
+
+    def _icrc_ok(self, frame: memoryview, l4: int) -> bool:
+        """ICRC over the untagged, masked packet; masked headers are cached (they repeat)."""
+        hkey = bytes(frame[14:34]) + bytes(frame[l4 : l4 + 16])
+        head = self._head_crcs.get(hkey)
+        if head is None:
+            ip = bytearray(frame[14:34])
+            if l4 != 34:  # tagged: the ICRC covers the packet as the sender built it
+                ip[9] = frame[34]
+                ip[2:4] = (int.from_bytes(ip[2:4], "big") - 8).to_bytes(2, "big")
+            ip[1] = ip[8] = 0xFF
+            ip[10:12] = b"\xff\xff"
+            l4h = bytearray(frame[l4 : l4 + 16])
+            l4h[6:8] = b"\xff\xff"
+            l4h[12] = 0xFF
+            head = zlib.crc32(_PSEUDO_LRH + bytes(ip) + bytes(l4h))
+            if len(self._head_crcs) > 4096:
+                self._head_crcs.clear()
+            self._head_crcs[hkey] = head
+        crc = zlib.crc32(frame[l4 + 16 : -4], head)
+        return crc == int.from_bytes(frame[-4:], "little")
+
+    def _reply(self, flow: _Flow, frame: memoryview, l4: int, opcode: int, psn: int) -> None:
+        template = flow.replies.get(opcode)
+        if template is None:
+            ep = Endpoints(
+                src_mac=_mac(frame[0:6]), dst_mac=_mac(frame[6:12]),
+                src_ip=socket.inet_ntoa(frame[30:34]), dst_ip=flow.res.src_ip,
+                sport=int.from_bytes(frame[l4 : l4 + 2], "big"), dqpn=flow.res.qpn,
+                dscp=self.cfg.cnp_dscp, ecn=ECN_NOT_ECT,
+            )
+            template = FrameTemplate(build_frame(ep, opcode, becn=opcode == CNP), stamped=False)
+            flow.replies[opcode] = template
+        with contextlib.suppress(OSError):  # a full queue drops a reply, as a NIC would
+            self.tx.send(template.render(psn))
+
+    def _deliver(self, flow: _Flow, items: list, now: float) -> None:
+        """Assemble messages from packets the reorder buffer released in order."""
+        res = flow.res
+        for ext, opcode, payload, stamp in items:
+            if flow.delivered_seqs is not None:
+                flow.delivered_seqs.append(ext)
+            contiguous = ext == flow.last_released_psn + 1
+            flow.last_released_psn = ext
+            flow.delivered_bytes += payload
+            res.delivered += 1
+            msg = flow.msg
+            if opcode in FIRST_OPCODES or opcode in ONLY_OPCODES:
+                msg = flow.msg = MessageResult(psn=ext & 0xFFFFFF, bytes=0, fct_s=None,
+                                               complete=True)
+                flow.msg_stamp = stamp
+            elif msg is None:  # the message's first packet was lost
+                msg = flow.msg = MessageResult(psn=ext & 0xFFFFFF, bytes=0, fct_s=None,
+                                               complete=False)
+            elif not contiguous:
+                msg.complete = False
+            msg.bytes += payload
+            if opcode in LAST_OPCODES or opcode in ONLY_OPCODES:
+                if msg.complete and flow.msg_stamp:
+                    msg.fct_s = round(now - flow.msg_stamp / 1e9, 9)
+                res.messages.append(msg)
+                flow.msg = None
+        res.reorder_skipped = flow.buffer.skipped
+        res.reorder_occupancy_max = flow.buffer.max_occupancy
+        res.lost = len(flow.missing) + flow.untracked
+        key = (socket.inet_aton(res.src_ip), res.qpn)
+        want = self._expect.get(key)
+        if want is not None and flow.delivered_bytes >= want:
+            self._pending.discard(key)
+
+    def _result(self, elapsed: float, partial: bool) -> RecvResult:
+        for flow in self.flows.values():
+            flow.res.lost = len(flow.missing) + flow.untracked
+            flow.res.reorder_skipped = flow.buffer.skipped
+            flow.res.reorder_occupancy_max = flow.buffer.max_occupancy
+        qps = [f.res for f in self.flows.values()]
+        return RecvResult(iface=self.cfg.iface, start=self.start, elapsed_s=elapsed,
+                          bin_s=self.cfg.bin_s, qps=qps, frames=self.frames, partial=partial)
+
+    def delivered(self, src_ip: str, qpn: int) -> list[int]:
+        """Released sequence (unwrapped PSNs) of one QP; needs `record_delivery`."""
+        flow = self.flows[(socket.inet_aton(src_ip), qpn)]
+        if flow.delivered_seqs is None:
+            raise ValueError("delivery order is kept only with record_delivery=True")
+        return flow.delivered_seqs
+
+
+def _mac(b: memoryview) -> str:
+    return ":".join(f"{x:02x}" for x in b)
+
+
+def _kernel_sinks() -> list[socket.socket]:
+    """Sockets that keep the kernel from answering RoCE traffic with ICMP unreachables:
+    a UDP socket on 4791 and a raw socket for protocol 253 (both discard what they get)."""
+    sinks = []
+    for family, kind, proto, addr in (
+        (socket.AF_INET, socket.SOCK_DGRAM, 0, ("0.0.0.0", 4791)),
+        (socket.AF_INET, socket.SOCK_RAW, TAG_IP_PROTO, None),
+    ):
+        try:
+            s = socket.socket(family, kind, proto)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+            if addr:
+                s.bind(addr)
+            sinks.append(s)
+        except OSError:  # already held by another receiver in this namespace
+            s.close()
+    return sinks
+
+
+def run_receiver(config: ReceiverConfig, ready: Callable[[], None] | None = None,
+                 on_progress: Callable[[RecvResult], None] | None = None,
+                 progress_s: float = 0.0) -> tuple[RecvResult, Receiver]:
+    """Build, run and close a receiver; SIGTERM/SIGINT end the run early with a result."""
+    rx = Receiver(config, on_progress, progress_s)
+    previous = {}
+    try:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                previous[sig] = signal.signal(sig, lambda *_: rx.stop())
+            except ValueError:
+                break
+        return rx.run(ready), rx
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        rx.close()
