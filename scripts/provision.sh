@@ -11,7 +11,7 @@ stamp="$venv/.setup-stamp"
 
 apt_packages=(
   mininet openvswitch-switch iproute2 iputils-ping ethtool net-tools psmisc
-  tcpdump tshark python3 python3-venv python3-dev gcc make shellcheck ruby
+  tcpdump tshark python3 python3-venv python3-dev gcc make shellcheck ruby chromium
 )
 
 missing_packages() {

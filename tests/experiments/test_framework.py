@@ -7,35 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import matplotlib
+import pytest
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-
-from experiments.framework import Experiment, ExperimentError, RunContext, execute, resolve_params  # noqa: E402
-from experiments.report import build_report  # noqa: E402
-from experiments.results import ResultDir, ResultDirError, allocate  # noqa: E402
-
-
-def _squares_run(ctx: RunContext) -> None:
-    rows = [{"n": n, "square": n * n} for n in range(ctx.params["count"])]
-    ctx.out.write_csv("squares.csv", rows, ["n", "square"])
-
-
-def _squares_plot(result: ResultDir) -> list[Path]:
-    rows = result.read_csv("squares.csv")
-    fig, ax = plt.subplots(figsize=(4, 3))
-    ax.plot([int(r["n"]) for r in rows], [int(r["square"]) for r in rows])
-    target = result.path / "squares.png"
-    fig.savefig(target)
-    plt.close(fig)
-    return [target]
-
-
-SQUARES = Experiment(name="squares", summary="n against n squared", duration="instant",
-                     defaults={"count": 10, "label": "x", "ratio": 0.5, "enabled": False, "sizes": [1, 2]},
-                     quick={"count": 3}, run=_squares_run, plot=_squares_plot)
+from experiments.framework import Experiment, ExperimentError, RunContext, execute, resolve_params
+from experiments.report import build_report
+from experiments.results import ResultDirError, allocate
 
 
 def test_allocate_never_reuses_a_directory(tmp_path: Path) -> None:
@@ -48,18 +24,18 @@ def test_allocate_never_reuses_a_directory(tmp_path: Path) -> None:
     assert (first / "data.csv").read_text() == "x\n"
 
 
-def test_resolve_params_quick_and_typed_overrides() -> None:
-    params = resolve_params(SQUARES, quick=True, overrides={"ratio": "0.25", "enabled": "yes",
+def test_resolve_params_quick_and_typed_overrides(squares: Experiment) -> None:
+    params = resolve_params(squares, quick=True, overrides={"ratio": "0.25", "enabled": "yes",
                                                             "sizes": "4,8", "label": "y"})
     assert params == {"count": 3, "label": "y", "ratio": 0.25, "enabled": True, "sizes": [4, 8]}
     with pytest.raises(ExperimentError, match="unknown parameter"):
-        resolve_params(SQUARES, quick=False, overrides={"cuont": "3"})
+        resolve_params(squares, quick=False, overrides={"cuont": "3"})
     with pytest.raises(ExperimentError, match="not a valid int"):
-        resolve_params(SQUARES, quick=False, overrides={"count": "many"})
+        resolve_params(squares, quick=False, overrides={"count": "many"})
 
 
-def test_execute_writes_csv_params_and_plot(tmp_path: Path) -> None:
-    result = execute(SQUARES, quick=True, base=tmp_path, progress=lambda _: None)
+def test_execute_writes_csv_params_and_plot(tmp_path: Path, squares: Experiment) -> None:
+    result = execute(squares, quick=True, base=tmp_path, progress=lambda _: None)
     record = json.loads((result.path / "params.json").read_text())
     assert record["status"] == "complete" and record["quick"] is True
     assert record["params"]["count"] == 3
@@ -69,12 +45,12 @@ def test_execute_writes_csv_params_and_plot(tmp_path: Path) -> None:
     assert (result.path / "squares.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_failed_run_is_recorded(tmp_path: Path) -> None:
+def test_failed_run_is_recorded(tmp_path: Path, squares: Experiment) -> None:
     def explode(ctx: RunContext) -> None:
         raise RuntimeError("link down")
 
     broken = Experiment(name="broken", summary="", duration="", defaults={}, quick={},
-                        run=explode, plot=_squares_plot)
+                        run=explode, plot=squares.plot)
     with pytest.raises(RuntimeError):
         execute(broken, base=tmp_path, progress=lambda _: None)
     (run,) = (tmp_path / "broken").iterdir()
@@ -82,9 +58,9 @@ def test_failed_run_is_recorded(tmp_path: Path) -> None:
     assert record["status"] == "failed" and "link down" in record["error"]
 
 
-def test_report_embeds_every_plot(tmp_path: Path) -> None:
+def test_report_embeds_every_plot(tmp_path: Path, squares: Experiment) -> None:
     for _ in range(2):
-        execute(SQUARES, quick=True, base=tmp_path, progress=lambda _: None)
+        execute(squares, quick=True, base=tmp_path, progress=lambda _: None)
     page, plots = build_report(tmp_path, tmp_path / "report.html")
     text = page.read_text()
     assert plots == 2
