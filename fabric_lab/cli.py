@@ -12,6 +12,7 @@ SUBCOMMANDS: list[str] = [
     "clean",
     "run",
     "report",
+    "controller",
 ]
 
 

@@ -1,0 +1,148 @@
+"""What one switch should hold, as a `DeviceState`, from its routes and the program's P4Info.
+
+Table, action and field names are those of `p4src/` (`RoutingNames`); ids come from the P4Info.
+Members: one per next hop, member id = egress port, action set_next_hop(port, dmac). Groups: one
+per next-hop set, each member with weight 1 and watch_port = its egress port, so the selector
+skips a member while its port is down. LPM entries: every /32 route points at its group.
+Source MACs: egress port -> the port's own MAC. The hash-seed table's default action carries the
+switch's seed.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from p4.v1 import p4runtime_pb2
+
+from controller.routes import SwitchRoutes
+from controller.schema import Schema, decode, encode, mac_to_int
+from controller.state import DeviceState
+
+
+@dataclass(frozen=True)
+class RoutingNames:
+    """Names of what the controller programs, as p4c writes them in the P4Info."""
+
+    lpm_table: str = "FabricIngress.routing.ipv4_lpm"
+    lpm_field: str = "hdr.ipv4.dst_addr"
+    next_hop_action: str = "FabricIngress.routing.set_next_hop"
+    seed_table: str = "FabricIngress.routing.hash_seed"
+    seed_action: str = "FabricIngress.routing.set_hash_seed"
+    source_mac_table: str = "FabricEgress.port_io.source_mac"
+    source_mac_field: str = "standard_metadata.egress_port"
+    source_mac_action: str = "FabricEgress.port_io.set_source_mac"
+    rx_counter: str = "FabricIngress.port_counters.rx_port_counter"
+    tx_counter: str = "FabricEgress.port_io.tx_port_counter"
+
+
+DEFAULT_NAMES = RoutingNames()
+
+
+class Intent:
+    """Turns `SwitchRoutes` into a `DeviceState` for one P4Info."""
+
+    def __init__(self, schema: Schema, names: RoutingNames = DEFAULT_NAMES):
+        self.schema, self.names = schema, names
+        s, n = schema, names
+        self.lpm = s.table(n.lpm_table)
+        self.lpm_field = s.match_field(n.lpm_table, n.lpm_field)
+        self.profile = s.profile_of(n.lpm_table)
+        self.next_hop = s.action(n.next_hop_action)
+        self.nh_port = s.param(n.next_hop_action, "port")
+        self.nh_dmac = s.param(n.next_hop_action, "dmac")
+        self.seed_table = s.table(n.seed_table)
+        self.seed_action = s.action(n.seed_action)
+        self.seed_param = s.param(n.seed_action, "seed")
+        self.smac_table = s.table(n.source_mac_table)
+        self.smac_field = s.match_field(n.source_mac_table, n.source_mac_field)
+        self.smac_action = s.action(n.source_mac_action)
+        self.smac_param = s.param(n.source_mac_action, "mac")
+
+    def owned_tables(self) -> list[int]:
+        """Tables whose entries the controller owns (stale entries there are deleted)."""
+        return [self.lpm.preamble.id, self.smac_table.preamble.id]
+
+    def read_entities(self) -> list[p4runtime_pb2.Entity]:
+        """Wildcard reads covering everything `state()` describes."""
+        out = []
+        for table_id in self.owned_tables():
+            entity = p4runtime_pb2.Entity()
+            entity.table_entry.table_id = table_id
+            out.append(entity)
+        for kind in ("action_profile_member", "action_profile_group"):
+            entity = p4runtime_pb2.Entity()
+            getattr(entity, kind).action_profile_id = self.profile.preamble.id
+            out.append(entity)
+        return out
+
+    def default_read_entity(self) -> p4runtime_pb2.Entity:
+        entity = p4runtime_pb2.Entity()
+        entity.table_entry.table_id = self.seed_table.preamble.id
+        entity.table_entry.is_default_action = True
+        return entity
+
+    def state(self, routes: SwitchRoutes) -> DeviceState:
+        state = DeviceState()
+        profile_id = self.profile.preamble.id
+        port_width = self.nh_port.bitwidth
+        for member_id, hop in routes.members().items():
+            state.members[(profile_id, member_id)] = (self.next_hop.preamble.id, (
+                (self.nh_port.id, encode(hop.port, port_width, "port")),
+                (self.nh_dmac.id, encode(mac_to_int(hop.mac), self.nh_dmac.bitwidth, "MAC"))))
+        max_size = self.profile.max_group_size or max(
+            [len(hops) for hops in routes.groups] + [len(routes.source_macs)])
+        for hops, group_id in routes.groups.items():
+            key = (profile_id, group_id)
+            state.groups[key] = tuple(sorted(
+                (hop.port, 1, encode(hop.port, port_width, "watch port")) for hop in hops))
+            state.group_sizes[key] = max_size
+        for prefix, hops in routes.routes.items():
+            net = ipaddress.IPv4Network(prefix)
+            match = ((self.lpm_field.id, "lpm",
+                      encode(int(net.network_address), self.lpm_field.bitwidth, "prefix"),
+                      net.prefixlen),)
+            state.entries[(self.lpm.preamble.id, match, 0)] = ("group", routes.groups[hops])
+        for port, mac in routes.source_macs.items():
+            match = ((self.smac_field.id, "exact",
+                      encode(port, self.smac_field.bitwidth, "port")),)
+            state.entries[(self.smac_table.preamble.id, match, 0)] = (
+                "action", self.smac_action.preamble.id,
+                ((self.smac_param.id, encode(mac_to_int(mac), self.smac_param.bitwidth, "MAC")),))
+        state.defaults[self.seed_table.preamble.id] = (
+            "action", self.seed_action.preamble.id,
+            ((self.seed_param.id, encode(routes.hash_seed, self.seed_param.bitwidth, "seed")),))
+        return state
+
+
+def describe_update(schema: Schema, update: p4runtime_pb2.Update) -> str:
+    """One line naming the update in P4 terms, for error messages."""
+    verb = p4runtime_pb2.Update.Type.Name(update.type)
+    entity = update.entity
+    kind = entity.WhichOneof("entity")
+    if kind == "table_entry":
+        e = entity.table_entry
+        table = schema.name_of(e.table_id)
+        if e.is_default_action:
+            return f"{verb} default action of {table}"
+        fields = []
+        for fm in e.match:
+            name = schema.field_name(e.table_id, fm.field_id)
+            which = fm.WhichOneof("field_match_type")
+            if which == "lpm":
+                value = decode(fm.lpm.value)
+                shown = (str(ipaddress.IPv4Address(value)) if value < 1 << 32 else hex(value))
+                fields.append(f"{name}={shown}/{fm.lpm.prefix_len}")
+            else:
+                fields.append(f"{name}={decode(getattr(fm, which).value):#x}")
+        target = e.action.WhichOneof("type") or "no action"
+        return f"{verb} {table} entry {' '.join(fields) or '(no key)'} -> {target}"
+    if kind == "action_profile_member":
+        m = entity.action_profile_member
+        return f"{verb} member {m.member_id} of {schema.name_of(m.action_profile_id)}"
+    if kind == "action_profile_group":
+        g = entity.action_profile_group
+        members = ",".join(str(m.member_id) for m in g.members)
+        return (f"{verb} group {g.group_id} of {schema.name_of(g.action_profile_id)} "
+                f"(members {members or 'none'})")
+    return f"{verb} {kind}"

@@ -1,0 +1,69 @@
+"""Link events for the controller: poll the operational state of the switches' interfaces.
+
+P4Runtime 1.4 carries no port status, so the controller watches the interfaces the fabric model
+names (`<switch>-eth<port>`, in the namespace the controller runs in, where Mininet keeps switch
+interfaces) and reports each change once. Polling every 200 ms matches BMv2's own port monitor.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from topos.model import FabricSpec
+
+SYS_NET = Path("/sys/class/net")
+LinkCallback = Callable[[str, int, bool], None]  # (switch, port, up)
+
+
+def interface_up(intf: str) -> bool | None:
+    """True/False from the kernel's operstate; None when the interface does not exist."""
+    try:
+        state = (SYS_NET / intf / "operstate").read_text().strip()
+    except OSError:
+        return None
+    return state in ("up", "unknown")  # veths report "up"; some drivers only "unknown"
+
+
+class LinkWatcher:
+    """Calls `on_change(switch, port, up)` whenever a switch interface changes state."""
+
+    def __init__(self, spec: FabricSpec, on_change: LinkCallback, interval: float = 0.2):
+        self.ports = {(ln.end(sw.name).port, sw.name): ln.end(sw.name).intf
+                      for sw in spec.switches for ln in spec.links_of(sw.name)}
+        self.on_change = on_change
+        self.interval = interval
+        self._state = {key: interface_up(intf) for key, intf in self.ports.items()}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def down_now(self) -> list[tuple[str, int]]:
+        """(switch, port) of the interfaces that exist and are down at the last look."""
+        return [(switch, port) for (port, switch), up in self._state.items() if up is False]
+
+    def poll(self) -> list[tuple[str, int, bool]]:
+        """One pass: the changes since the previous pass (missing interfaces count as down)."""
+        changes = []
+        for (port, switch), intf in self.ports.items():
+            now = bool(interface_up(intf))
+            if bool(self._state[(port, switch)]) != now:
+                changes.append((switch, port, now))
+            self._state[(port, switch)] = now
+        return changes
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            for switch, port, up in self.poll():
+                self.on_change(switch, port, up)
+
+    def start(self) -> LinkWatcher:
+        self._thread = threading.Thread(target=self._run, name="link-watch", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None

@@ -1,0 +1,117 @@
+"""`fabric-lab controller --fabric FILE.json`: program every switch, then keep running.
+
+Connects to every switch of the fabric over P4Runtime as primary, pushes the pipeline where the
+switch does not already run it, writes only the routes that differ, and stays connected; with
+link watching on (the default) it reroutes when a switch interface goes down or comes back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from controller.fabric import FabricController, ProgrammingError
+from controller.linkwatch import LinkWatcher
+from controller.p4rt import P4RuntimeError
+from controller.pipeline import PipelineError, build_pipeline, resolve_target
+from topos import FABRICS, FabricSpec, build_fabric, validate
+from topos.builders import parse_scale
+
+DEFAULT_PROGRAM = Path(__file__).resolve().parents[2] / "p4src" / "ecmp.p4"
+
+
+def add_program_args(parser: argparse.ArgumentParser) -> None:
+    """Options shared with `fabric-lab up`."""
+    parser.add_argument("--program", type=Path, default=DEFAULT_PROGRAM, metavar="P4",
+                        help="P4 program to run on every switch (default: p4src/ecmp.p4)")
+    parser.add_argument("--hash-seed", type=int, metavar="N",
+                        help="the same ECMP hash seed on every switch (default: one per switch)")
+    parser.add_argument("--election-id", type=int, default=1, metavar="N",
+                        help="P4Runtime election id (low 64 bits; default 1)")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "controller", help="program a running fabric's switches over P4Runtime and stay on",
+        description=__doc__.split("\n\n", 1)[1])
+    parser.add_argument("--fabric", required=True, metavar="FILE.json|NAME",
+                        help="fabric model as JSON (fabric-lab show --json) or a fabric name")
+    parser.add_argument("--scale", nargs="+", action="extend", default=[], metavar="K=V",
+                        help="scale parameters when --fabric is a name")
+    parser.add_argument("--target", default="auto", choices=("auto", "p4switch", "bmv2"),
+                        help="what the switches run, for the pipeline format (default: auto)")
+    add_program_args(parser)
+    parser.add_argument("--once", action="store_true",
+                        help="program the switches and exit instead of staying on")
+    parser.add_argument("--no-watch-links", dest="watch_links", action="store_false",
+                        help="do not reroute on interface state changes")
+    parser.set_defaults(func=run)
+
+
+def load_fabric(text: str, scale: list[str]) -> FabricSpec:
+    """A fabric from a JSON file or a builder name (+ scale parameters)."""
+    path = Path(text)
+    if path.suffix == ".json" or path.is_file():
+        if scale:
+            raise ValueError("--scale applies to a fabric name, not a JSON file")
+        try:
+            return validate(FabricSpec.from_json(path.read_text()))
+        except OSError as err:
+            raise ValueError(f"cannot read fabric file {path}: {err.strerror}") from None
+    if text not in FABRICS:
+        raise ValueError(f"{text!r} is neither a fabric JSON file nor one of: "
+                         f"{', '.join(sorted(FABRICS))}")
+    return build_fabric(text, **parse_scale(scale))
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    try:
+        spec = load_fabric(args.fabric, args.scale)
+        pipeline = build_pipeline(args.program, resolve_target(args.target))
+    except (ValueError, PipelineError) as err:
+        print(f"fabric-lab controller: {err}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    ctl = FabricController(spec, pipeline, election_id=(0, args.election_id),
+                           hash_seed=args.hash_seed)
+    watcher = None
+    try:
+        ctl.connect()
+        if args.watch_links:
+            watcher = LinkWatcher(spec, lambda *_: None)
+            for switch, port in watcher.down_now():
+                ctl.mark_link(switch, port, up=False)
+        for report in ctl.program():
+            print(report, flush=True)
+        if args.once:
+            return 0
+
+        def on_change(switch: str, port: int, up: bool) -> None:
+            try:
+                for report in ctl.set_link(switch, port, up=up):
+                    if report.writes:
+                        print(report, flush=True)
+            except (ProgrammingError, P4RuntimeError) as err:
+                print(f"fabric-lab controller: rerouting failed: {err}", file=sys.stderr)
+
+        if watcher is not None:
+            watcher.on_change = on_change
+            watcher.start()
+        print(f"controller: {len(spec.switches)} switches programmed; running until "
+              f"interrupted", flush=True)
+        stop.wait()
+        return 0
+    except (ProgrammingError, P4RuntimeError) as err:
+        print(f"fabric-lab controller: {err}", file=sys.stderr)
+        return 1
+    finally:
+        if watcher is not None:
+            watcher.stop()
+        ctl.close()
