@@ -13,6 +13,7 @@ SUBCOMMANDS: list[str] = [
     "run",
     "report",
     "controller",
+    "up",
 ]
 
 

@@ -1,0 +1,143 @@
+"""`fabric-lab up FABRIC`: build the fabric in Mininet, route it, then hand over.
+
+Stages, each timed: build the model, compile the P4 program for the target, start Mininet (hosts,
+links, one switch process per switch, each probed until its gRPC port accepts), connect the
+controller to every switch, and program them (pipeline + routes). Then one of:
+- the Mininet CLI (default), with the controller rerouting when a link goes down (`link a b down`);
+- `--pingall`: every NIC pings every other once; exit 0 only when nothing was lost;
+- `--run CMD`: run CMD (split like a shell would, not run by one) against the running fabric;
+  its environment has FABRIC_LAB_FABRIC = the fabric model as JSON; the controller disconnects
+  first so CMD can connect its own. Exits with CMD's status.
+Any exit path (error, Ctrl-C, SIGTERM) takes the network down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from controller.checks import pingall
+from controller.fabric import FabricController, ProgrammingError
+from controller.linkwatch import LinkWatcher
+from controller.p4rt import P4RuntimeError
+from controller.pipeline import PipelineError, build_pipeline
+from fabric_lab.commands.controller import add_program_args, load_fabric
+
+
+class StageTimer:
+    """Times named stages and prints each as it ends."""
+
+    def __init__(self, out=sys.stdout):
+        self.stages: list[tuple[str, float]] = []
+        self.out = out
+
+    @contextlib.contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        started = time.monotonic()
+        yield
+        took = time.monotonic() - started
+        self.stages.append((name, took))
+        print(f"  {name:<28}{took:7.2f} s", file=self.out, flush=True)
+
+    @property
+    def total(self) -> float:
+        return sum(t for _, t in self.stages)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "up", help="bring a fabric up in Mininet, route it, and open the CLI",
+        description=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("fabric", metavar="FABRIC", help="fabric name or fabric JSON file")
+    parser.add_argument("--scale", nargs="+", action="extend", default=[], metavar="K=V",
+                        help="scale parameters, e.g. --scale segments=3")
+    parser.add_argument("--target", default="auto", choices=("auto", "p4switch", "bmv2"),
+                        help="switch target (default: auto = BMv2 when installed)")
+    add_program_args(parser)
+    parser.add_argument("--pcap", type=Path, metavar="DIR", help="per-port pcaps into DIR")
+    parser.add_argument("--log-dir", type=Path, metavar="DIR", help="switch logs into DIR")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--pingall", action="store_true",
+                      help="ping all NIC pairs, print the loss, tear down")
+    what.add_argument("--run", metavar="CMD", help="run CMD against the fabric, then tear down")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from topos.mininet import FabricNetwork, SwitchStartError, select_target
+
+    timer = StageTimer()
+    print(f"fabric-lab up {args.fabric}:", flush=True)
+    try:
+        with timer.stage("fabric model"):
+            spec = load_fabric(args.fabric, args.scale)
+            target = select_target(args.target)
+        with timer.stage(f"compile ({target.name})"):
+            pipeline = build_pipeline(args.program, target.name)
+    except (ValueError, RuntimeError) as err:  # PipelineError is a RuntimeError
+        print(f"fabric-lab up: {err}", file=sys.stderr)
+        return 2
+    net = FabricNetwork(spec, target, log_dir=args.log_dir, pcap_dir=args.pcap)
+    ctl = FabricController(spec, pipeline, election_id=(0, args.election_id),
+                           hash_seed=args.hash_seed)
+    try:
+        with timer.stage("mininet + switches ready"):
+            net.start()
+        with timer.stage("controller connected"):
+            ctl.connect()
+        with timer.stage("pipeline + routes"):
+            reports = ctl.program()
+        writes = sum(r.writes for r in reports)
+        print(f"  {'total':<28}{timer.total:7.2f} s  ({len(spec.switches)} switches, "
+              f"{len(spec.host_nics())} NICs, {writes} entities written)", flush=True)
+        return _hand_over(args, spec, net, ctl)
+    except (SwitchStartError, ProgrammingError, P4RuntimeError, PipelineError) as err:
+        print(f"fabric-lab up: {err}", file=sys.stderr)
+        return 1
+    finally:
+        ctl.close()
+        net.stop()
+
+
+def _hand_over(args: argparse.Namespace, spec, net, ctl: FabricController) -> int:
+    def popen(nic: str, argv: list[str]) -> subprocess.Popen:
+        return net.host(nic).popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    if args.pingall:
+        started = time.monotonic()
+        result = pingall(spec, popen)
+        print(f"{result} ({time.monotonic() - started:.1f} s)", flush=True)
+        return 0 if not result.lost else 1
+    if args.run:
+        ctl.close()  # the fabric stays routed; CMD may connect a controller of its own
+        with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="fabric-") as model:
+            model.write(spec.to_json())
+            model.flush()
+            env = {**os.environ, "FABRIC_LAB_FABRIC": model.name}
+            try:
+                return subprocess.run(shlex.split(args.run), env=env, check=False).returncode
+            except OSError as err:
+                print(f"fabric-lab up: cannot run {args.run!r}: {err.strerror}", file=sys.stderr)
+                return 127
+    from mininet.cli import CLI
+
+    def on_change(switch: str, port: int, up: bool) -> None:
+        try:
+            ctl.set_link(switch, port, up=up)
+        except (ProgrammingError, P4RuntimeError) as err:
+            print(f"controller: rerouting failed: {err}", file=sys.stderr)
+
+    watcher = LinkWatcher(spec, on_change).start()
+    try:
+        CLI(net.net)
+    finally:
+        watcher.stop()
+    return 0
