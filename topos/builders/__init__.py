@@ -40,6 +40,37 @@ def build_fabric(name: str, **params: Any) -> FabricSpec:
     return builder(**params)
 
 
+def parse_scale(items: list[str]) -> dict[str, Any]:
+    """Parse `key=value` strings (command line) into scale parameters.
+
+    Values: true/false -> bool, none -> None, integers, floats, otherwise the string.
+    """
+    params: dict[str, Any] = {}
+    bad = [item for item in items if "=" not in item or not item.split("=", 1)[0]]
+    if bad:
+        raise ValueError(f"scale parameters must look like key=value: {', '.join(bad)}")
+    for item in items:
+        key, text = item.split("=", 1)
+        params[key.strip().replace("-", "_")] = _value(text.strip())
+    return params
+
+
+def _value(text: str) -> Any:
+    lowered = text.lower()
+    if lowered in ("true", "yes", "on"):
+        return True
+    if lowered in ("false", "no", "off"):
+        return False
+    if lowered == "none":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def _builder(name: str) -> FabricBuilderFn:
     try:
         return FABRICS[name]
@@ -49,4 +80,4 @@ def _builder(name: str) -> FabricBuilderFn:
 
 
 __all__ = ["FABRICS", "aipod", "bigraph", "build_fabric", "fabric_parameters", "fattree",
-           "hpn7", "leafspine"]
+           "hpn7", "leafspine", "parse_scale"]

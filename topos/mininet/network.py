@@ -1,0 +1,179 @@
+"""Turn a FabricSpec into a running Mininet network, and take it down on every exit path.
+
+    with FabricNetwork(spec, select_target("auto")) as net:
+        net.host("h0n0").popen([...])
+
+One namespace per NIC (Mininet host named after the NIC), switch nodes in the root namespace,
+tc rate/delay/queue where the model sets them (see `shaping`). Before anything is created a run-state file
+lists every interface name; every process started is added to it, so `fabric-lab clean` can
+remove what a SIGKILLed run left. SIGTERM and SIGHUP are turned into SystemExit while the network
+runs (as SIGINT is into KeyboardInterrupt), so `with` blocks and try/finally clean up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from mininet.net import Mininet
+
+from topos.mininet.nodes import FabricHost, P4Switch
+from topos.mininet.runstate import RunState
+from topos.mininet.shaping import netem_available, run_tc_batch, tc_batch
+from topos.mininet.targets import Target
+from topos.model import FabricSpec
+
+log = logging.getLogger(__name__)
+
+
+def _raise_exit(signum: int, _frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
+@contextlib.contextmanager
+def exit_on_signals(signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGHUP)) -> Iterator[None]:
+    """Turn `signals` into SystemExit inside the block (main thread only), restoring after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, _raise_exit) for sig in signals}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Ignore SIGINT/SIGTERM/SIGHUP while tearing down, so a second Ctrl-C cannot cut it short."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in sigs}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+class FabricNetwork:
+    """A Mininet network built from `spec`; `target=None` builds hosts and links only (tests and
+    the bring-up benchmark: switch ports exist but nothing forwards)."""
+
+    def __init__(self, spec: FabricSpec, target: Target | None, *,
+                 log_dir: Path | None = None, pcap_dir: Path | None = None,
+                 log_console: bool = False, run_dir: Path | None = None,
+                 ready_timeout: float = 20.0, stop_timeout: float = 5.0):
+        self.spec = spec
+        self.target = target
+        self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix=f"fabric-lab-{spec.name}-"))
+        self.pcap_dir = pcap_dir
+        self.log_console = log_console
+        self.run_dir = run_dir
+        self.ready_timeout = ready_timeout
+        self.stop_timeout = stop_timeout
+        self.net: Mininet | None = None
+        self.state: RunState | None = None
+        self._signals: contextlib.ExitStack | None = None
+        self.warnings: list[str] = []
+
+    # ---- access -------------------------------------------------------------------------
+    def host(self, nic: str) -> FabricHost:
+        assert self.net is not None, "network not started"
+        return self.net.get(nic)
+
+    def switch(self, name: str) -> P4Switch:
+        assert self.net is not None, "network not started"
+        return self.net.get(name)
+
+    def interfaces(self) -> list[str]:
+        """Every interface name of the plan (switch and NIC ends)."""
+        return [end.intf for ln in self.spec.links for end in (ln.a, ln.b)]
+
+    # ---- lifecycle ----------------------------------------------------------------------
+    def start(self) -> FabricNetwork:
+        self._signals = contextlib.ExitStack()
+        self._signals.enter_context(exit_on_signals())
+        try:
+            self.state = RunState.create(self.spec.name, self.interfaces(), self.run_dir)
+            self._build()
+            self.net.build()
+            self._shape_links()
+            self.net.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _build(self) -> None:
+        self.net = Mininet(controller=None, build=False, autoSetMacs=False, autoStaticArp=False)
+        all_nics = self.spec.host_nics()
+        for nic in all_nics:
+            peers = [(o.ip, o.mac) for o in all_nics if o.name != nic.name]
+            host = self.net.addHost(nic.name, cls=FabricHost, nic=nic, peers=peers, ip=None)
+            self.state.add(host.pid, "host", nic.name)
+        for sw in self.spec.switches:
+            node = self.net.addSwitch(
+                sw.name, cls=P4Switch, model=sw, ports=self.spec.ports(sw.name),
+                target=self.target, log_dir=self.log_dir, pcap_dir=self.pcap_dir,
+                log_console=self.log_console, ready_timeout=self.ready_timeout,
+                stop_timeout=self.stop_timeout,
+                on_start=lambda pid, name=sw.name: self._started(pid, name))
+            self.state.add(node.pid, "node", sw.name)
+        self.state.save()
+        for ln in self.spec.links:
+            self.net.addLink(self.net.get(ln.a.node), self.net.get(ln.b.node),
+                             port1=ln.a.port, port2=ln.b.port, intfName1=ln.a.intf,
+                             intfName2=ln.b.intf, addr1=ln.a.mac, addr2=ln.b.mac)
+
+    def _shape_links(self) -> None:
+        """tc on both ends of every link: one batch for the root namespace, one per host."""
+        netem = netem_available()
+        if not netem and any(ln.delay_ms for ln in self.spec.links):
+            self.warnings.append("link delays are not emulated: this kernel has no sch_netem "
+                                 "(rates and queue depths are)")
+            log.warning(self.warnings[-1])
+        batches: dict[str, list[str]] = {}
+        for ln in self.spec.links:
+            for end in (ln.a, ln.b):
+                ns = "" if self.spec.is_switch(end.node) else end.node
+                batches.setdefault(ns, []).extend(tc_batch(end.intf, ln, netem=netem))
+        for ns, lines in batches.items():
+            prefix = ["mnexec", "-a", str(self.host(ns).pid)] if ns else None
+            run_tc_batch(lines, prefix)
+
+    def _started(self, pid: int, name: str) -> None:
+        self.state.add(pid, "switch", name)
+        self.state.save()
+
+    def stop(self) -> None:
+        """Stop switches (SIGTERM, then SIGKILL), hosts and links; idempotent."""
+        with signals_deferred():
+            try:
+                if self.net is not None:
+                    switches = [s for s in self.net.switches if isinstance(s, P4Switch)]
+                    P4Switch.batchShutdown(switches)
+                    self.net.stop()
+                    self.net = None
+                if self.state is not None:
+                    self.state.remove()
+                    self.state = None
+            finally:
+                if self._signals is not None:
+                    self._signals.close()
+                    self._signals = None
+
+    def __enter__(self) -> FabricNetwork:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
