@@ -97,7 +97,7 @@ class P4RuntimeClient:
         self._requests: queue.Queue = queue.Queue()
         self._arbitration: queue.Queue = queue.Queue()
         self._reader: threading.Thread | None = None
-        self.stream_closed: str | None = None  # why the stream ended, once it has
+        self.stream_closed: tuple[str, str] | None = None  # (code, detail) once the stream ended
 
     # ---- connection ----------------------------------------------------------------------
     def connect(self) -> P4RuntimeClient:
@@ -134,9 +134,9 @@ class P4RuntimeClient:
             raise P4RuntimeError(self.name, "arbitration", "DEADLINE_EXCEEDED",
                                  f"no MasterArbitrationUpdate reply within {self.timeout:g} s"
                                  ) from None
-        if isinstance(reply, str):
+        if isinstance(reply, tuple):  # the stream ended instead
             self.close()
-            raise P4RuntimeError(self.name, "arbitration", "UNAVAILABLE", reply)
+            raise P4RuntimeError(self.name, "arbitration", *reply)
         if reply.status.code != code_pb2.OK:
             primary = (reply.election_id.high, reply.election_id.low)
             self.close()
@@ -159,9 +159,9 @@ class P4RuntimeClient:
                     log.warning("%s: stream error %s: %s", self.name,
                                 code_name(message.error.canonical_code), message.error.message)
                     self.stream_errors.put(message.error)
-            self.stream_closed = "the server closed the stream"
+            self.stream_closed = ("UNAVAILABLE", "the server closed the stream")
         except grpc.RpcError as err:
-            self.stream_closed = f"{err.code().name}: {err.details()}"
+            self.stream_closed = (err.code().name, err.details() or "")
         self._arbitration.put(self.stream_closed)
 
     def close(self) -> None:
