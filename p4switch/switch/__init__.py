@@ -1,0 +1,1 @@
+"""The p4switch process: ports, traffic manager, data-plane loop, runtime CLI channel."""

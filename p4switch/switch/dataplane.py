@@ -1,0 +1,163 @@
+"""The data-plane loop: ports -> engine ingress -> traffic manager -> engine egress -> ports.
+
+One thread does everything (epoll over the port sockets, the link monitor and a wake-up pipe,
+with the traffic manager's next due time as timeout): the engine is single-threaded and a single
+thread avoids GIL ping-pong between receive, pipeline and transmit threads. Packet-outs from
+the P4Runtime server are queued with `inject` and picked up by the loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import select
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+
+from p4switch.switch.device import Device
+from p4switch.switch.linkmon import LinkMonitor
+from p4switch.switch.ports import RawPort
+from p4switch.switch.tm import TrafficManager
+
+log = logging.getLogger("p4switch.dataplane")
+
+MAX_ROUNDS = 64  # egress passes per wake-up (bounds recirculation loops)
+
+
+class DataplaneStats:
+    def __init__(self) -> None:
+        self.engine_errors = 0
+        self.tx_unknown_port = 0
+        self.tm_drops = 0
+
+
+class Dataplane:
+    def __init__(self, device: Device, ports: dict[int, RawPort], tm: TrafficManager,
+                 linkmon: LinkMonitor | None = None):
+        self.device = device
+        self.ports = ports
+        self.tm = tm
+        self.linkmon = linkmon
+        self.stats = DataplaneStats()
+        self.packet_in: Callable[[bytes], None] | None = None  # frames sent to the CPU port
+        self._injected: deque[tuple[int, bytes]] = deque()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._stopping = threading.Event()
+        device.on_install(self.tm.clear)
+
+    # -- called from other threads --------------------------------------------------------
+    def inject(self, port: int, data: bytes) -> None:
+        """Run `data` through the pipeline as if received on `port` (packet-out)."""
+        self._injected.append((port, data))
+        self._wake()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake()
+
+    def _wake(self) -> None:
+        with contextlib.suppress(BlockingIOError):  # full pipe: already awake
+            os.write(self._wake_w, b"x")
+
+    # -- the loop ------------------------------------------------------------------------
+    def run(self) -> None:
+        ep = select.epoll()
+        handlers: dict[int, Callable[[], None]] = {}
+        for port in self.ports.values():
+            handlers[port.fileno()] = self._receiver(port)
+        handlers[self._wake_r] = self._on_wake
+        if self.linkmon is not None:
+            handlers[self.linkmon.fileno()] = self.linkmon.handle
+        for fd in handlers:
+            ep.register(fd, select.EPOLLIN)
+        lock, tm, clock = self.device.lock, self.tm, time.monotonic
+        try:
+            while not self._stopping.is_set():
+                due = tm.next_due()
+                timeout = -1.0 if due is None else max(0.0, due - clock())
+                events = ep.poll(timeout)
+                with lock:
+                    for fd, _ in events:
+                        handlers[fd]()
+                    if len(tm):
+                        self._service_queues()
+        finally:
+            ep.close()
+
+    def _receiver(self, port: RawPort) -> Callable[[], None]:
+        number, recv, ingress = port.number, port.recv_batch, self._ingress
+
+        def receive() -> None:
+            for frame in recv():
+                ingress(number, frame)
+
+        return receive
+
+    def _on_wake(self) -> None:
+        try:
+            while os.read(self._wake_r, 4096):
+                pass
+        except BlockingIOError:
+            pass
+        while self._injected:
+            port, data = self._injected.popleft()
+            self._ingress(port, data)
+
+    def _ingress(self, port: int, data: bytes) -> None:
+        engine = self.device.engine
+        if engine is None:
+            return
+        try:
+            items = engine.ingress(port, data)
+        except Exception:
+            self.stats.engine_errors += 1
+            log.exception("engine error in ingress (port %d, %d bytes); packet dropped",
+                          port, len(data))
+            return
+        self._enqueue(items)
+
+    def _enqueue(self, items: list) -> None:
+        now = time.monotonic()
+        enqueue = self.tm.enqueue
+        for item in items:
+            if enqueue(item.egress_port, item.priority, item, now) is None:
+                self.stats.tm_drops += 1
+
+    def _service_queues(self) -> None:
+        engine, tm, start = self.device.engine, self.tm, self.device.start
+        for _ in range(MAX_ROUNDS):
+            now = time.monotonic()
+            batch = tm.dequeue_due(now)
+            if not batch:
+                return
+            for _port, _prio, item, enq_time, enq_qdepth, deq_qdepth in batch:
+                try:
+                    frames, more = engine.egress(
+                        item, int((enq_time - start) * 1e6) & 0xFFFFFFFF, enq_qdepth,
+                        deq_qdepth, int((now - enq_time) * 1e6))
+                except Exception:
+                    self.stats.engine_errors += 1
+                    log.exception("engine error in egress; packet dropped")
+                    continue
+                for port, frame in frames:
+                    self._transmit(port, frame)
+                if more:
+                    self._enqueue(more)
+
+    def _transmit(self, port: int, frame: bytes) -> None:
+        p = self.ports.get(port)
+        if p is not None:
+            p.send(frame)
+        elif port == self.device.cpu_port and self.packet_in is not None:
+            self.packet_in(frame)
+        else:
+            self.stats.tx_unknown_port += 1
+
+    def close(self) -> None:
+        os.close(self._wake_r)
+        os.close(self._wake_w)

@@ -1,0 +1,208 @@
+"""The `p4switch` command line, compatible with BMv2's `simple_switch_grpc`.
+
+    p4switch -i 1@s1-eth1 -i 2@s1-eth2 --device-id 1 [--cpu-port N] [--priority-queues N]
+             [--pcap [DIR]] [--log-console] [--log-level LEVEL] [--drop-port N]
+             [--thrift-port N] (PROGRAM | --no-p4) [-- --grpc-server-addr ADDR ...]
+
+As in BMv2, target options (`--grpc-server-addr`, `--cpu-port`, `--drop-port`,
+`--priority-queues`) follow a `--`; the last three are also accepted before it. PROGRAM is a `.p4`
+file or a device-config bundle written by `p4switch-compile` (`*.p4switch.json`). Unlike BMv2,
+the gRPC server binds to loopback unless `--grpc-server-addr` says otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass, field
+
+LOG_LEVELS = ("trace", "debug", "info", "warn", "error", "off")
+DEFAULT_GRPC_ADDR = "127.0.0.1:9559"
+DEFAULT_THRIFT_PORT = 9090
+MAX_PORT = 511
+MAX_PRIORITY_QUEUES = 8  # standard_metadata.priority is 3 bits
+
+
+class OptionsError(Exception):
+    """Bad or conflicting command-line arguments; the message says which."""
+
+
+@dataclass
+class SwitchOptions:
+    interfaces: dict[int, str] = field(default_factory=dict)  # port number -> interface name
+    program: str | None = None  # None with --no-p4
+    device_id: int = 0
+    cpu_port: int | None = None
+    drop_port: int = 511
+    priority_queues: int = 1
+    pcap_dir: str | None = None
+    log_console: bool = False
+    log_level: str = "info"
+    log_file: str | None = None
+    thrift_port: int = DEFAULT_THRIFT_PORT
+    grpc_addr: str = DEFAULT_GRPC_ADDR
+
+
+def _interface(text: str) -> tuple[int, str]:
+    port, sep, name = text.partition("@")
+    if not sep or not name or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected <port>@<interface>, got {text!r}")
+    return int(port), name
+
+
+def _uint(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return int(text)
+
+
+def _add_target_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cpu-port", type=_uint, metavar="N",
+                        help="port used for P4Runtime packet-in/packet-out (> 0)")
+    parser.add_argument("--drop-port", type=_uint, metavar="N",
+                        help="egress_spec value that drops the packet (default 511)")
+    parser.add_argument("--priority-queues", type=_uint, metavar="N",
+                        help="egress priority queues per port (default 1, at most 8)")
+
+
+def main_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="p4switch",
+        description="Embedded v1model P4 switch, command-line compatible with simple_switch_grpc.",
+        epilog="Target options after '--': --grpc-server-addr ADDR (default "
+        f"{DEFAULT_GRPC_ADDR}), --cpu-port N, --drop-port N, --priority-queues N.",
+    )
+    p.add_argument("-i", "--interface", type=_interface, action="append", default=[],
+                   metavar="PORT@IFACE", help="attach interface IFACE as port PORT (repeatable)")
+    p.add_argument("--pcap", nargs="?", const=".", default=None, metavar="DIR",
+                   help="write <iface>_in.pcap / <iface>_out.pcap per port into DIR (default .)")
+    p.add_argument("--thrift-port", type=_uint, default=DEFAULT_THRIFT_PORT, metavar="N",
+                   help="TCP port of the runtime CLI channel on loopback (default 9090)")
+    p.add_argument("--device-id", type=_uint, default=0, metavar="N",
+                   help="P4Runtime device id (default 0)")
+    p.add_argument("--log-console", action="store_true", help="log to stderr")
+    p.add_argument("--log-file", metavar="PATH", help="log to this file")
+    p.add_argument("-L", "--log-level", choices=LOG_LEVELS, default=None,
+                   help="trace logs every packet through the pipeline (default info)")
+    p.add_argument("--no-p4", action="store_true",
+                   help="start without a program; wait for SetForwardingPipelineConfig")
+    _add_target_options(p)
+    p.add_argument("program", nargs="?", metavar="PROGRAM",
+                   help=".p4 source or p4switch-compile device config (*.p4switch.json)")
+    return p
+
+
+def target_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="p4switch ... --", add_help=False)
+    p.add_argument("--grpc-server-addr", metavar="ADDR")
+    _add_target_options(p)
+    return p
+
+
+def _fix_pcap(argv: list[str]) -> list[str]:
+    """`--pcap` takes an optional directory: only an existing directory is taken as its value."""
+    out: list[str] = []
+    for i, tok in enumerate(argv):
+        out.append(tok)
+        if tok == "--pcap":
+            nxt = argv[i + 1] if i + 1 < len(argv) else None
+            if nxt is None or nxt.startswith("-") or not os.path.isdir(nxt):
+                out.append(".")
+    return out
+
+
+def parse_args(argv: list[str]) -> SwitchOptions:
+    """Parse argv (without the program name). Raises OptionsError on bad input."""
+    main_argv, target_argv = argv, []
+    if "--" in argv:
+        cut = argv.index("--")
+        main_argv, target_argv = argv[:cut], argv[cut + 1:]
+    main_ns = _parse(main_parser(), _fix_pcap(main_argv))
+    target_ns = _parse(target_parser(), target_argv)
+
+    errors: list[str] = []
+    opts = SwitchOptions(device_id=main_ns.device_id, thrift_port=main_ns.thrift_port,
+                         log_console=main_ns.log_console, log_file=main_ns.log_file)
+    if main_ns.log_level:
+        opts.log_level = main_ns.log_level
+    if main_ns.log_console and main_ns.log_file:
+        errors.append("--log-console and --log-file are mutually exclusive")
+
+    for name in ("cpu_port", "drop_port", "priority_queues"):
+        before, after = getattr(main_ns, name), getattr(target_ns, name)
+        if before is not None and after is not None and before != after:
+            errors.append(f"--{name.replace('_', '-')} given twice with different values "
+                          f"({before} and {after})")
+        value = after if after is not None else before
+        if value is not None:
+            setattr(opts, name, value)
+    if target_ns.grpc_server_addr:
+        opts.grpc_addr = target_ns.grpc_server_addr
+    errors += _check_addr(opts.grpc_addr)
+
+    if main_ns.no_p4 and main_ns.program:
+        errors.append(f"--no-p4 and a program ({main_ns.program}) are mutually exclusive")
+    elif not main_ns.no_p4 and not main_ns.program:
+        errors.append("no program given: pass a .p4 / .p4switch.json file or --no-p4")
+    elif main_ns.program and not os.path.isfile(main_ns.program):
+        errors.append(f"program file {main_ns.program!r} does not exist")
+    opts.program = main_ns.program
+
+    if main_ns.pcap is not None:
+        if not os.path.isdir(main_ns.pcap):
+            errors.append(f"directory {main_ns.pcap!r} given with --pcap does not exist")
+        opts.pcap_dir = main_ns.pcap
+
+    names: dict[str, int] = {}
+    for port, name in main_ns.interface:
+        if port in opts.interfaces:
+            errors.append(f"port {port} given twice ({opts.interfaces[port]} and {name})")
+        elif name in names:
+            errors.append(f"interface {name} given twice (ports {names[name]} and {port})")
+        elif port > MAX_PORT:
+            errors.append(f"port {port} of {name} is above {MAX_PORT}")
+        else:
+            opts.interfaces[port] = name
+            names[name] = port
+    errors += _check_ports(opts)
+    if errors:
+        raise OptionsError("\n".join(errors))
+    return opts
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    ns, rest = parser.parse_known_args(argv)
+    if rest:
+        where = "after '--'" if parser.prog.endswith("--") else ""
+        raise OptionsError(f"unrecognized arguments {where}: {' '.join(rest)}".replace("  ", " "))
+    return ns
+
+
+def _check_addr(addr: str) -> list[str]:
+    host, sep, port = addr.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        return [f"--grpc-server-addr must be HOST:PORT, got {addr!r}"]
+    return []
+
+
+def _check_ports(opts: SwitchOptions) -> list[str]:
+    errors = []
+    if opts.drop_port > MAX_PORT:
+        errors.append(f"--drop-port {opts.drop_port} does not fit in 9 bits")
+    if opts.drop_port in opts.interfaces:
+        errors.append(f"port {opts.drop_port} ({opts.interfaces[opts.drop_port]}) is the drop "
+                      "port; choose another --drop-port")
+    if opts.cpu_port is not None:
+        if opts.cpu_port == 0 or opts.cpu_port > MAX_PORT:
+            errors.append(f"--cpu-port must be in 1..{MAX_PORT}, got {opts.cpu_port}")
+        elif opts.cpu_port == opts.drop_port:
+            errors.append(f"--cpu-port {opts.cpu_port} equals the drop port")
+        elif opts.cpu_port in opts.interfaces:
+            errors.append(f"--cpu-port {opts.cpu_port} is also interface "
+                          f"{opts.interfaces[opts.cpu_port]}")
+    if not 1 <= opts.priority_queues <= MAX_PRIORITY_QUEUES:
+        errors.append(f"--priority-queues must be in 1..{MAX_PRIORITY_QUEUES}, "
+                      f"got {opts.priority_queues}")
+    if not 0 < opts.thrift_port < 65536:
+        errors.append(f"--thrift-port must be in 1..65535, got {opts.thrift_port}")
+    return errors

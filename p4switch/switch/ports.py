@@ -1,0 +1,115 @@
+"""Switch ports: Linux interfaces opened as AF_PACKET raw sockets, as BMv2 does.
+
+Each port receives every frame arriving on its interface (copies of frames the switch itself
+sends are ignored: PACKET_IGNORE_OUTGOING, and the PACKET_OUTGOING check as a fallback) and
+transmits frames with `send`. With a pcap directory, `<iface>_in.pcap` and `<iface>_out.pcap`
+record the port's traffic like BMv2's `--pcap`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import socket
+from dataclasses import dataclass
+
+from p4switch.switch.pcap import PcapWriter
+
+ETH_P_ALL = 0x0003
+SOL_PACKET = 263
+PACKET_IGNORE_OUTGOING = 23
+PACKET_OUTGOING = 4
+RECV_BUF = 4 * 1024 * 1024
+MAX_FRAME = 65536
+BATCH = 64  # frames read from one port per wake-up
+
+
+class PortError(Exception):
+    """An interface cannot be opened as a switch port."""
+
+
+@dataclass
+class PortCounters:
+    rx_packets: int = 0
+    rx_bytes: int = 0
+    tx_packets: int = 0
+    tx_bytes: int = 0
+    tx_errors: int = 0
+
+
+class RawPort:
+    """One switch port bound to one Linux interface."""
+
+    def __init__(self, number: int, iface: str, pcap_dir: str | None = None):
+        self.number = number
+        self.iface = iface
+        self.counters = PortCounters()
+        try:
+            self.ifindex = socket.if_nametoindex(iface)
+        except OSError as exc:
+            raise PortError(f"interface {iface!r} (port {number}) does not exist") from exc
+        sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECV_BUF)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, RECV_BUF)
+            # kernels before 4.20 lack it: recv_batch filters by packet type as well
+            with contextlib.suppress(OSError):
+                sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+            sock.bind((iface, ETH_P_ALL))
+            sock.setblocking(False)
+        except OSError as exc:
+            sock.close()
+            raise PortError(f"cannot open interface {iface!r} (port {number}): {exc}") from exc
+        self.sock = sock
+        self._pcap_in = self._pcap_out = None
+        if pcap_dir is not None:
+            self._pcap_in = PcapWriter(os.path.join(pcap_dir, f"{iface}_in.pcap"))
+            self._pcap_out = PcapWriter(os.path.join(pcap_dir, f"{iface}_out.pcap"))
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def recv_batch(self, limit: int = BATCH) -> list[bytes]:
+        """Frames waiting on the socket (at most `limit`), without blocking."""
+        frames = []
+        recvfrom = self.sock.recvfrom
+        for _ in range(limit):
+            try:
+                data, addr = recvfrom(MAX_FRAME)
+            except BlockingIOError:
+                break
+            except OSError as exc:
+                if exc.errno in (errno.ENETDOWN, errno.ENXIO):
+                    break
+                raise
+            if addr[2] == PACKET_OUTGOING:
+                continue
+            frames.append(data)
+        if frames:
+            c = self.counters
+            c.rx_packets += len(frames)
+            c.rx_bytes += sum(map(len, frames))
+            if self._pcap_in is not None:
+                for f in frames:
+                    self._pcap_in.write(f)
+        return frames
+
+    def send(self, frame: bytes) -> bool:
+        """Transmit one frame; False (and a tx error counted) if the kernel refuses it."""
+        try:
+            self.sock.send(frame)
+        except OSError:
+            self.counters.tx_errors += 1
+            return False
+        self.counters.tx_packets += 1
+        self.counters.tx_bytes += len(frame)
+        if self._pcap_out is not None:
+            self._pcap_out.write(frame)
+        return True
+
+    def close(self) -> None:
+        self.sock.close()
+        for w in (self._pcap_in, self._pcap_out):
+            if w is not None:
+                w.close()

@@ -1,0 +1,160 @@
+"""Lifecycle of one p4switch process.
+
+Start-up order makes readiness observable: program loaded, ports open, runtime channel
+listening, and only then the gRPC port accepts connections. SIGTERM/SIGINT stop the data-plane
+loop (which runs in the main thread); everything is closed before `run` returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from types import FrameType
+
+from p4switch.switch.dataplane import Dataplane
+from p4switch.switch.device import Device, ProgramLoadError, load_program
+from p4switch.switch.linkmon import LinkMonitor
+from p4switch.switch.options import SwitchOptions
+from p4switch.switch.ports import PortError, RawPort
+from p4switch.switch.runtime_server import RuntimeCommandServer, SwitchCommands
+from p4switch.switch.tm import TrafficManager
+
+log = logging.getLogger("p4switch")
+
+_LEVELS = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO,
+           "warn": logging.WARNING, "error": logging.ERROR, "off": logging.CRITICAL + 10}
+
+
+class StartupError(Exception):
+    """The switch cannot start; the message says why."""
+
+
+def setup_logging(opts: SwitchOptions) -> None:
+    root = logging.getLogger("p4switch")
+    root.handlers.clear()
+    root.propagate = False
+    if opts.log_file:
+        handler: logging.Handler = logging.FileHandler(opts.log_file)
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("[%(asctime)s.%(msecs)03d] [%(name)s] "
+                                           "[%(levelname)s] %(message)s", "%H:%M:%S"))
+    root.addHandler(handler)
+    if opts.log_console or opts.log_file:
+        root.setLevel(_LEVELS[opts.log_level])
+    else:
+        root.setLevel(logging.WARNING)
+
+
+class Switch:
+    """One running switch; `start()` then `run()` (blocks until `stop()` or a signal)."""
+
+    def __init__(self, opts: SwitchOptions):
+        self.opts = opts
+        self.ports: dict[int, RawPort] = {}
+        self.linkmon: LinkMonitor | None = None
+        self.cli_server: RuntimeCommandServer | None = None
+        self.grpc = None
+        self.dataplane: Dataplane | None = None
+
+    def port_up(self, port: int) -> bool:
+        if port == self.opts.cpu_port:
+            return True
+        return self.linkmon is not None and self.linkmon.is_up(port)
+
+    def start(self) -> None:
+        opts = self.opts
+        trace = log.getChild("pipeline").debug if opts.log_level == "trace" and (
+            opts.log_console or opts.log_file) else None
+        device = Device(cpu_port=opts.cpu_port, drop_port=opts.drop_port,
+                        priority_queues=opts.priority_queues, port_up=self.port_up, log=trace)
+        program = None
+        if opts.program:
+            try:
+                program = load_program(opts.program)
+            except ProgramLoadError as exc:
+                raise StartupError(str(exc)) from None
+        try:
+            for number, iface in sorted(opts.interfaces.items()):
+                self.ports[number] = RawPort(number, iface, opts.pcap_dir)
+                log.info("port %d attached to %s", number, iface)
+        except PortError as exc:
+            self.close()
+            raise StartupError(str(exc)) from None
+        self.linkmon = LinkMonitor([(p.number, p.iface, p.ifindex) for p in self.ports.values()],
+                                   self._on_port_change)
+        if program is not None:
+            device.install(program)
+        tm = TrafficManager(opts.priority_queues)
+        self.dataplane = Dataplane(device, self.ports, tm, self.linkmon)
+        commands = SwitchCommands(tm, dict(opts.interfaces), self.port_up)
+        try:
+            self.cli_server = RuntimeCommandServer(device, commands, opts.thrift_port)
+        except OSError as exc:
+            self.close()
+            raise StartupError(f"cannot listen on 127.0.0.1:{opts.thrift_port} for the runtime "
+                               f"CLI (--thrift-port): {exc}") from None
+        self.cli_server.start()
+        from p4switch.server import P4RuntimeServer, ServerStartError
+
+        try:
+            self.grpc = P4RuntimeServer(device, self.dataplane, opts.device_id, opts.grpc_addr)
+        except ServerStartError as exc:
+            self.close()
+            raise StartupError(str(exc)) from None
+        self.grpc.start()
+        log.info("P4Runtime server listening on %s (device id %d), runtime CLI on port %d",
+                 opts.grpc_addr, opts.device_id, self.cli_server.port)
+
+    def _on_port_change(self, port: int, up: bool) -> None:
+        log.info("port %d (%s) is %s", port, self.opts.interfaces.get(port, "?"),
+                 "UP" if up else "DOWN")
+
+    def run(self) -> None:
+        assert self.dataplane is not None
+        try:
+            self.dataplane.run()
+        finally:
+            self.close()
+
+    def stop(self) -> None:
+        if self.dataplane is not None:
+            self.dataplane.stop()
+
+    def close(self) -> None:
+        if self.grpc is not None:
+            self.grpc.stop()
+            self.grpc = None
+        if self.cli_server is not None:
+            self.cli_server.close()
+            self.cli_server = None
+        for port in self.ports.values():
+            port.close()
+        self.ports = {}
+        if self.linkmon is not None:
+            self.linkmon.close()
+            self.linkmon = None
+        if self.dataplane is not None:
+            self.dataplane.close()
+            self.dataplane = None
+
+
+def run_switch(opts: SwitchOptions) -> int:
+    """Run a switch until SIGTERM/SIGINT; the process exit status."""
+    setup_logging(opts)
+    switch = Switch(opts)
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        log.info("signal %d: stopping", signum)
+        switch.stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        switch.start()
+    except StartupError as exc:
+        print(f"p4switch: {exc}", file=sys.stderr)
+        return 1
+    switch.run()
+    return 0

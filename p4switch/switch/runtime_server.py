@@ -1,0 +1,213 @@
+"""The runtime CLI channel: `simple_switch_CLI` commands over a line protocol on loopback TCP.
+
+Protocol (one request per line, one reply per line):
+    client -> switch:  <command line>\\n           e.g. "set_queue_rate 100 2"
+    switch -> client:  {"ok": true|false, "output": "<text>"}\\n
+
+Table, counter, meter, register, multicast and mirroring commands run through the runtime
+state's interpreter (`p4switch.runtime.cli_commands.RuntimeCli`); queue and port commands run
+against the traffic manager and ports (`SwitchCommands`). p4switch-only commands:
+`queue_pause <port> <priority> <ms>`, `queue_resume <port> <priority>`,
+`queue_stats <port> [<priority>]`, `port_status [<port>]`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import shlex
+import socket
+import threading
+from collections.abc import Callable
+
+from p4switch.runtime.errors import RuntimeApiError
+from p4switch.switch.device import Device
+from p4switch.switch.tm import TrafficManager
+
+log = logging.getLogger("p4switch.runtime_cli")
+
+
+class CommandError(Exception):
+    """A runtime command was rejected; the message says why."""
+
+
+def _int(text: str, what: str) -> int:
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise CommandError(f"{what} must be an integer, got {text!r}") from None
+
+
+class SwitchCommands:
+    """Queue and port commands; also the `tm_hooks` given to the runtime interpreter."""
+
+    def __init__(self, tm: TrafficManager, interfaces: dict[int, str],
+                 port_up: Callable[[int], bool]):
+        self.tm = tm
+        self.interfaces = interfaces
+        self.port_up = port_up
+
+    # hooks API --------------------------------------------------------------------------
+    def set_queue_depth(self, depth: int, port: int | None = None,
+                        priority: int | None = None) -> None:
+        try:
+            self.tm.set_queue_depth(depth, port, priority)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+
+    def set_queue_rate(self, rate_pps: float, port: int | None = None,
+                       priority: int | None = None) -> None:
+        try:
+            self.tm.set_queue_rate(rate_pps, port, priority)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+
+    def ports(self) -> list[tuple[int, str, bool]]:
+        """(port, interface, up) for every port."""
+        return [(p, name, self.port_up(p)) for p, name in sorted(self.interfaces.items())]
+
+    # commands ----------------------------------------------------------------------------
+    NAMES = ("set_queue_depth", "set_queue_rate", "show_ports", "port_status",
+             "queue_pause", "queue_resume", "queue_stats")
+
+    def execute(self, argv: list[str]) -> str:
+        cmd, args = argv[0], argv[1:]
+        if cmd in ("set_queue_depth", "set_queue_rate"):
+            if not 1 <= len(args) <= 3:
+                raise CommandError(f"usage: {cmd} <value> [<egress_port> [<priority>]]")
+            if cmd == "set_queue_rate":
+                try:
+                    value: float = float(args[0])
+                except ValueError:
+                    raise CommandError(f"rate must be a number, got {args[0]!r}") from None
+            else:
+                value = _int(args[0], "depth")
+            port = _int(args[1], "port") if len(args) > 1 else None
+            prio = _int(args[2], "priority") if len(args) > 2 else None
+            getattr(self, cmd)(value, port, prio)
+            return ""
+        if cmd in ("show_ports", "port_status"):
+            rows = self.ports()
+            if args:
+                port = _int(args[0], "port")
+                rows = [r for r in rows if r[0] == port]
+                if not rows:
+                    raise CommandError(f"no port {port}")
+            lines = [f"{'port #':<8}{'iface name':<16}status"]
+            lines += [f"{p:<8}{name:<16}{'UP' if up else 'DOWN'}" for p, name, up in rows]
+            return "\n".join(lines)
+        if cmd in ("queue_pause", "queue_resume", "queue_stats"):
+            return self._queue_command(cmd, args)
+        raise CommandError(f"unknown command {cmd!r}")
+
+    def _queue_command(self, cmd: str, args: list[str]) -> str:
+        want = {"queue_pause": 3, "queue_resume": 2, "queue_stats": 1}[cmd]
+        if len(args) < want or len(args) > max(want, 2):
+            usage = {"queue_pause": "<port> <priority> <ms>", "queue_resume": "<port> <priority>",
+                     "queue_stats": "<port> [<priority>]"}[cmd]
+            raise CommandError(f"usage: {cmd} {usage}")
+        port = _int(args[0], "port")
+        prio = _int(args[1], "priority") if len(args) > 1 else 0
+        try:
+            if cmd == "queue_pause":
+                self.tm.pause(port, prio, _int(args[2], "duration (ms)") / 1000.0)
+                return ""
+            if cmd == "queue_resume":
+                self.tm.resume(port, prio)
+                return ""
+            s = self.tm.stats(port, prio)
+            return (f"port {port} priority {prio}: depth {self.tm.depth(port, prio)} "
+                    f"enqueued {s.enqueued} dequeued {s.dequeued} dropped {s.dropped} "
+                    f"paused {self.tm.is_paused(port, prio)}")
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+
+
+class RuntimeCommandServer:
+    """Serves runtime commands on 127.0.0.1:<port>, one thread per client connection."""
+
+    def __init__(self, device: Device, switch_commands: SwitchCommands, port: int,
+                 host: str = "127.0.0.1"):
+        self.device = device
+        self.switch_commands = switch_commands
+        self._interp = None
+        self._interp_generation = -1
+        self.sock = socket.create_server((host, port), reuse_port=False)
+        self.port = self.sock.getsockname()[1]
+        self._stopping = False
+        self._threads: list[threading.Thread] = []
+        self._conns: set[socket.socket] = set()
+        self._conns_lock = threading.Lock()
+
+    def start(self) -> None:
+        t = threading.Thread(target=self._accept_loop, name="runtime-cli", daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def execute(self, line: str) -> str:
+        """Run one command line; raises CommandError (or the interpreter's error)."""
+        try:
+            argv = shlex.split(line, comments=True)
+        except ValueError as exc:
+            raise CommandError(f"cannot parse command: {exc}") from None
+        if not argv:
+            return ""
+        with self.device.lock:
+            if argv[0] in SwitchCommands.NAMES:
+                return self.switch_commands.execute(argv)
+            interp = self._interpreter()
+            if interp is None:
+                raise CommandError(f"{argv[0]}: no P4 program is loaded")
+            return interp.execute(line) or ""
+
+    def _interpreter(self):
+        if self.device.state is None:
+            return None
+        if self._interp_generation != self.device.generation:
+            from p4switch.runtime.cli_commands import RuntimeCli
+
+            self._interp = RuntimeCli(self.device.state, self.switch_commands)
+            self._interp_generation = self.device.generation
+        return self._interp
+
+    def _accept_loop(self) -> None:
+        while not self._stopping:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with self._conns_lock:
+                self._conns.add(conn)
+            threading.Thread(target=self._serve, args=(conn,), name="runtime-cli-conn",
+                             daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            with conn, conn.makefile("rwb") as f:
+                for raw in f:
+                    reply = self._reply(raw.decode("utf-8", "replace").strip())
+                    f.write(json.dumps(reply).encode() + b"\n")
+                    f.flush()
+        except OSError:
+            pass
+        finally:
+            with self._conns_lock:
+                self._conns.discard(conn)
+
+    def _reply(self, line: str) -> dict:
+        try:
+            return {"ok": True, "output": self.execute(line)}
+        except (CommandError, RuntimeApiError) as exc:
+            return {"ok": False, "output": str(exc)}
+        except Exception as exc:  # a bug must not take the channel down: report it
+            log.exception("runtime command %r failed", line)
+            return {"ok": False, "output": f"internal error: {type(exc).__name__}: {exc}"}
+
+    def close(self) -> None:
+        self._stopping = True
+        self.sock.close()
+        with self._conns_lock:
+            for c in self._conns:
+                with contextlib.suppress(OSError):
+                    c.shutdown(socket.SHUT_RDWR)

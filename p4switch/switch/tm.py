@@ -1,0 +1,176 @@
+"""Traffic manager: per-(port, priority) egress queues modelled on BMv2's simple_switch.
+
+- FIFO per (egress port, priority), capacity 64 packets by default, tail drop.
+- Optional rate limit in packets/s per queue: at enqueue a packet gets
+  `send_at = max(now, previous send_at + 1/rate)` (rate 0 = unlimited), as BMv2 does.
+- Strict priority within a port: the highest priority whose head is due is served first.
+- p4switch-only: a queue can be paused for a duration (`pause(port, priority, seconds)`), the
+  mechanism a PFC implementation needs; BMv2 has no equivalent. A paused queue keeps accepting
+  (and tail-dropping) packets but is not served until the pause expires or `resume` is called.
+
+Not thread-safe: the data-plane loop and the runtime commands share one lock held by the caller.
+Times are `time.monotonic()` seconds; the queue fields handed to egress are in µs / packets.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+DEFAULT_DEPTH = 64
+
+
+@dataclass
+class QueueStats:
+    enqueued: int = 0
+    dropped: int = 0
+    dequeued: int = 0
+
+
+@dataclass
+class EgressQueue:
+    capacity: int
+    rate_pps: float
+    items: deque = field(default_factory=deque)  # (send_at, enq_time, enq_qdepth, item)
+    last_send_at: float = 0.0
+    paused_until: float = 0.0
+    stats: QueueStats = field(default_factory=QueueStats)
+
+
+# What dequeue_due returns per packet (a plain tuple: this is the hot path):
+# (port, priority, item, enq_time (monotonic s), enq_qdepth (before the push), deq_qdepth (after
+# the pop))
+Dequeued = tuple[int, int, Any, float, int, int]
+
+
+class TrafficManager:
+    def __init__(self, priority_queues: int = 1, clock: Callable[[], float] | None = None):
+        import time
+
+        self.priority_queues = priority_queues
+        self.clock = clock or time.monotonic
+        self.default_depth = DEFAULT_DEPTH
+        self.default_rate = 0.0
+        self._ports: dict[int, list[EgressQueue]] = {}
+        self._pending = 0  # packets queued across all queues
+        self.priority_drops = 0
+
+    # -- configuration (runtime CLI) ------------------------------------------------------
+    def queues(self, port: int) -> list[EgressQueue]:
+        qs = self._ports.get(port)
+        if qs is None:
+            qs = [EgressQueue(self.default_depth, self.default_rate)
+                  for _ in range(self.priority_queues)]
+            self._ports[port] = qs
+        return qs
+
+    def _select(self, port: int | None, priority: int | None) -> list[EgressQueue]:
+        if priority is not None and not 0 <= priority < self.priority_queues:
+            raise ValueError(f"priority {priority} out of range: the switch has "
+                             f"{self.priority_queues} priority queue(s) per port")
+        if port is None:
+            return [q for qs in self._ports.values() for q in qs]
+        qs = self.queues(port)
+        return qs if priority is None else [qs[priority]]
+
+    def set_queue_depth(self, depth: int, port: int | None = None,
+                        priority: int | None = None) -> None:
+        """Capacity in packets; without a port: every queue and the default for new ports."""
+        if depth < 0:
+            raise ValueError(f"queue depth must be >= 0, got {depth}")
+        if port is None:
+            self.default_depth = depth
+        for q in self._select(port, priority):
+            q.capacity = depth
+
+    def set_queue_rate(self, rate_pps: float, port: int | None = None,
+                       priority: int | None = None) -> None:
+        """Rate limit in packets/s (0 = unlimited); without a port: every queue and the default."""
+        if rate_pps < 0:
+            raise ValueError(f"queue rate must be >= 0, got {rate_pps}")
+        if port is None:
+            self.default_rate = rate_pps
+        for q in self._select(port, priority):
+            q.rate_pps = rate_pps
+
+    def pause(self, port: int, priority: int, seconds: float) -> None:
+        """Stop serving one queue for `seconds` (p4switch-only; 0 resumes at once)."""
+        q = self._select(port, priority)[0]
+        q.paused_until = self.clock() + seconds if seconds > 0 else 0.0
+
+    def resume(self, port: int, priority: int) -> None:
+        self.pause(port, priority, 0)
+
+    def is_paused(self, port: int, priority: int) -> bool:
+        return self._select(port, priority)[0].paused_until > self.clock()
+
+    def depth(self, port: int, priority: int = 0) -> int:
+        return len(self._select(port, priority)[0].items)
+
+    def stats(self, port: int, priority: int = 0) -> QueueStats:
+        return self._select(port, priority)[0].stats
+
+    # -- data path ---------------------------------------------------------------------------
+    def enqueue(self, port: int, priority: int, item: Any, now: float) -> int | None:
+        """Queue an item; returns enq_qdepth, or None if it was dropped."""
+        if not 0 <= priority < self.priority_queues:
+            self.priority_drops += 1
+            return None
+        q = self._ports.get(port) or self.queues(port)
+        q = q[priority]
+        depth = len(q.items)
+        if depth >= q.capacity:
+            q.stats.dropped += 1
+            return None
+        if q.rate_pps > 0:
+            send_at = max(now, q.last_send_at + 1.0 / q.rate_pps)
+            q.last_send_at = send_at
+        else:
+            send_at = now
+        q.items.append((send_at, now, depth, item))
+        q.stats.enqueued += 1
+        self._pending += 1
+        return depth
+
+    def __len__(self) -> int:
+        return self._pending
+
+    def dequeue_due(self, now: float) -> list[Dequeued]:
+        """Pop every packet that is due at `now`, serving each port by strict priority."""
+        out: list[Dequeued] = []
+        if not self._pending:
+            return out
+        for port, qs in self._ports.items():
+            while True:
+                for prio in range(len(qs) - 1, -1, -1):
+                    q = qs[prio]
+                    if q.items and q.items[0][0] <= now and q.paused_until <= now:
+                        send_at, enq_time, enq_qdepth, item = q.items.popleft()
+                        q.stats.dequeued += 1
+                        self._pending -= 1
+                        out.append((port, prio, item, enq_time, enq_qdepth, len(q.items)))
+                        break
+                else:
+                    break
+        return out
+
+    def next_due(self) -> float | None:
+        """Monotonic time at which the next packet becomes due (None: nothing queued)."""
+        if not self._pending:
+            return None
+        due = None
+        for qs in self._ports.values():
+            for q in qs:
+                if q.items:
+                    t = max(q.items[0][0], q.paused_until)
+                    if due is None or t < due:
+                        due = t
+        return due
+
+    def clear(self) -> None:
+        for qs in self._ports.values():
+            for q in qs:
+                q.items.clear()
+        self._pending = 0

@@ -1,0 +1,121 @@
+"""The p4switch process without a program: readiness, P4Runtime basics, ports, shutdown."""
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import grpc
+import pytest
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+from sw_proc import REPO, SwitchProcess, free_port
+
+pytestmark = pytest.mark.root
+
+
+def cli(port: int, *command: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "p4switch.cli.runtime_cli", "--thrift-port",
+                           str(port), *command], input=stdin, cwd=REPO, capture_output=True,
+                          text=True, timeout=30, env=dict(os.environ, PYTHONPATH=str(REPO)))
+
+
+def test_no_p4_switch_serves_and_stops_cleanly(net):
+    h1 = net.host("h1")
+    sw_if = net.link(h1, "eth0", 1)
+    with SwitchProcess(["-i", f"1@{sw_if}", "--no-p4", "--device-id", "3"]) as sw:
+        with grpc.insecure_channel(sw.addr) as channel:
+            stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+            caps = stub.Capabilities(p4runtime_pb2.CapabilitiesRequest())
+            assert caps.p4runtime_api_version == "1.3.0"
+            with pytest.raises(grpc.RpcError) as err:
+                stub.Write(p4runtime_pb2.WriteRequest(device_id=3))
+            assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+            with pytest.raises(grpc.RpcError) as err:
+                list(stub.Read(p4runtime_pb2.ReadRequest(device_id=3)))
+            assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+            with pytest.raises(grpc.RpcError) as err:
+                stub.GetForwardingPipelineConfig(
+                    p4runtime_pb2.GetForwardingPipelineConfigRequest(device_id=3))
+            assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+            with pytest.raises(grpc.RpcError) as err:
+                stub.SetForwardingPipelineConfig(
+                    p4runtime_pb2.SetForwardingPipelineConfigRequest(device_id=3))
+            assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # action UNSPECIFIED
+        start = time.monotonic()
+        assert sw.stop() == 0
+        assert time.monotonic() - start < 1.0
+
+
+def test_sigint_also_stops_within_a_second():
+    sw = SwitchProcess(["--no-p4"])
+    start = time.monotonic()
+    sw.proc.send_signal(2)
+    assert sw.proc.wait(5) == 0
+    assert time.monotonic() - start < 1.0
+
+
+def test_missing_interface_is_a_clear_startup_error():
+    res = subprocess.run([sys.executable, "-m", "p4switch.cli.switch", "-i", "1@swnosuchif0",
+                          "--no-p4", "--thrift-port", str(free_port()), "--",
+                          "--grpc-server-addr", f"127.0.0.1:{free_port()}"],
+                         cwd=REPO, capture_output=True, text=True, timeout=30)
+    assert res.returncode == 1
+    assert "swnosuchif0" in res.stderr and "does not exist" in res.stderr
+
+
+def test_port_status_follows_the_link_and_is_logged(net):
+    h1, h2 = net.host("h1"), net.host("h2")
+    p1, p2 = net.link(h1, "eth0", 1), net.link(h2, "eth0", 2)
+    with SwitchProcess(["-i", f"1@{p1}", "-i", f"2@{p2}", "--no-p4", "--log-console"]) as sw:
+        res = cli(sw.thrift_port, "show_ports")
+        assert res.returncode == 0, res.stderr
+        assert f"1       {p1}" in res.stdout and res.stdout.count("UP") == 2
+        net.set_up("eth0", False, ns=h2)  # the peer going down takes the carrier away
+        deadline = time.monotonic() + 2
+        while "DOWN" not in cli(sw.thrift_port, "port_status", "2").stdout:
+            assert time.monotonic() < deadline, "port 2 not reported down"
+            time.sleep(0.02)
+        net.set_up("eth0", True, ns=h2)
+        deadline = time.monotonic() + 2
+        while "UP" not in cli(sw.thrift_port, "port_status", "2").stdout:
+            assert time.monotonic() < deadline, "port 2 not reported up again"
+            time.sleep(0.02)
+        sw.stop()
+        log = sw.stderr()
+        assert f"port 2 ({p2}) is DOWN" in log and f"port 2 ({p2}) is UP" in log
+
+
+def test_runtime_cli_reports_errors_and_reads_stdin(net):
+    with SwitchProcess(["--no-p4"]) as sw:
+        res = cli(sw.thrift_port, stdin="set_queue_depth 10\nset_queue_rate 100 1 0\n"
+                  "# a comment\nqueue_stats 1 0\n")
+        assert res.returncode == 0, res.stderr
+        assert "depth 0" in res.stdout
+        res = cli(sw.thrift_port, "set_queue_depth", "ten")
+        assert res.returncode == 1 and "depth must be an integer" in res.stderr
+        res = cli(sw.thrift_port, "table_dump", "x")
+        assert res.returncode == 1 and "no P4 program is loaded" in res.stderr
+        res = cli(sw.thrift_port, "set_queue_rate", "100", "1", "3")
+        assert res.returncode == 1 and "priority 3 out of range" in res.stderr
+
+
+def test_many_concurrent_clients_do_not_disturb_the_switch():
+    with SwitchProcess(["--no-p4"]) as sw:
+        errors = []
+
+        def client():
+            try:
+                with grpc.insecure_channel(sw.addr) as ch:
+                    stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
+                    for _ in range(20):
+                        stub.Capabilities(p4runtime_pb2.CapabilitiesRequest())
+            except Exception as exc:  # collected and asserted below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=client) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors and sw.alive()
