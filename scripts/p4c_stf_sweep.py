@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Run p4c's v1model STF samples against p4switch and summarise the outcomes.
+
+    scripts/p4c_stf_sweep.py P4C_CHECKOUT_DIR [--jobs N] [--timeout S] [--json OUT]
+                             [--markdown FILE] [--filter SUBSTRING]
+
+Every `testdata/p4_16_samples/*-bmv2.p4` that has a `.stf` and includes v1model.p4 runs in its
+own process (`p4switch-stf`'s runner) with a timeout. Prints the counts per outcome (PASS,
+UNSUPPORTED, WRONG, INVALID, plus TIMEOUT and CRASH for a runner that hung or died), every
+WRONG / INVALID / CRASH test with a one-line reason, and the most common unsupported reasons.
+`--markdown FILE` appends the same summary to FILE.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import concurrent.futures
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+ORDER = ("PASS", "UNSUPPORTED", "WRONG", "INVALID", "TIMEOUT", "CRASH")
+
+
+def find_tests(p4c: Path, pattern: str | None) -> list[tuple[Path, Path]]:
+    samples = p4c / "testdata" / "p4_16_samples"
+    if not samples.is_dir():
+        raise SystemExit(f"{samples}: not a directory (expected a p4c checkout)")
+    tests = []
+    for program in sorted(samples.glob("*-bmv2.p4")):
+        stf = program.with_suffix(".stf")
+        if not stf.is_file() or (pattern and pattern not in program.name):
+            continue
+        if "v1model.p4" not in program.read_text(errors="replace"):
+            continue
+        tests.append((program, stf))
+    return tests
+
+
+def run_one(program: Path, stf: Path, timeout: float) -> dict:
+    argv = [sys.executable, str(Path(__file__).resolve()), "--one", str(program), str(stf)]
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env,
+                              cwd=REPO)
+    except subprocess.TimeoutExpired:
+        return {"test": program.stem, "outcome": "TIMEOUT", "reason": f"over {timeout:g} s",
+                "messages": [], "seconds": timeout}
+    seconds = round(time.monotonic() - start, 2)
+    try:
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        tail = proc.stderr.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
+        return {"test": program.stem, "outcome": "CRASH", "reason": tail[0],
+                "messages": proc.stderr.strip().splitlines()[-30:], "seconds": seconds}
+    result.update(test=program.stem, seconds=seconds)
+    return result
+
+
+def one(program: Path, stf: Path) -> None:
+    """Child process: run one test and print its result as one JSON line."""
+    sys.path.insert(0, str(REPO))
+    from p4switch.stf.runner import run_stf_files
+
+    try:
+        result = run_stf_files(program, stf, include_dirs=[program.parent])
+        out = {"outcome": result.outcome.value, "reason": result.reason,
+               "messages": result.messages}
+    except Exception as exc:  # a runner or compiler crash is a result too
+        import traceback
+
+        frames = traceback.format_exception(exc)
+        out = {"outcome": "CRASH", "reason": f"{type(exc).__name__}: {exc}".splitlines()[0],
+               "messages": "".join(frames).splitlines()[-30:]}
+    print(json.dumps(out))
+
+
+def unsupported_reason(result: dict) -> str:
+    """The unsupported construct, without file positions, for grouping."""
+    for message in result["messages"] or [result["reason"]]:
+        m = re.search(r"unsupported:\s*(.*)", message)
+        if m:
+            return re.sub(r"\s+", " ", m.group(1)).strip()[:100]
+    return result["reason"][:100]
+
+
+def summary(results: list[dict], elapsed: float) -> list[str]:
+    counts = collections.Counter(r["outcome"] for r in results)
+    lines = [
+        f"{len(results)} tests in {elapsed:.0f} s: "
+        + ", ".join(f"{k} {counts.get(k, 0)}" for k in ORDER if counts.get(k) or k in ORDER[:4])
+    ]
+    for outcome in ("WRONG", "CRASH", "TIMEOUT", "INVALID"):
+        listed = [r for r in results if r["outcome"] == outcome]
+        if listed:
+            lines.append(f"\n{outcome} ({len(listed)}):")
+            lines += [f"- {r['test']}: {r['reason']}" for r in listed]
+    reasons = collections.Counter(
+        unsupported_reason(r) for r in results if r["outcome"] == "UNSUPPORTED"
+    )
+    if reasons:
+        lines.append("\nUnsupported, most common reasons:")
+        lines += [f"- {n} x {reason}" for reason, n in reasons.most_common(25)]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    args_list = sys.argv[1:] if argv is None else argv
+    if args_list[:1] == ["--one"]:
+        one(Path(args_list[1]), Path(args_list[2]))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("p4c", type=Path, help="a p4c checkout (with testdata/)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per test")
+    parser.add_argument("--json", type=Path, help="write every result to this JSON file")
+    parser.add_argument("--markdown", type=Path, help="append the summary to this file")
+    parser.add_argument("--filter", help="only programs whose name contains this")
+    args = parser.parse_args(args_list)
+    tests = find_tests(args.p4c, args.filter)
+    start = time.monotonic()
+    results: list[dict] = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = [pool.submit(run_one, p, s, args.timeout) for p, s in tests]
+        for future in concurrent.futures.as_completed(futures):
+            r = future.result()
+            results.append(r)
+            print(f"{r['outcome']:<11} {r['test']}  {r['reason'][:100]}", file=sys.stderr)
+    results.sort(key=lambda r: r["test"])
+    lines = summary(results, time.monotonic() - start)
+    print("\n".join(lines))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1) + "\n")
+    if args.markdown:
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        with args.markdown.open("a") as f:
+            f.write(f"\n## p4c STF sweep, {stamp}\n\n" + "\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
