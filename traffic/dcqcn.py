@@ -66,6 +66,7 @@ class Dcqcn:
 
     def on_cnp(self, now: float) -> bool:
         """Register a CNP; returns True if it cut the rate."""
+        self.update(now)  # alpha as of now
         self.cnps += 1
         self._cnp_in_period = True
         if now - self._last_cut < self.p.rate_decrease_interval_s:

@@ -102,7 +102,7 @@ def add_tag(frame: bytes, flow_id: int, seq: int, flags: int = TAG_FLAG_HOST) ->
     proto = ip[9]
     ip[9] = TAG_IP_PROTO
     ip[2:4] = (int.from_bytes(ip[2:4], "big") + TAG_LEN).to_bytes(2, "big")
-    _set_ipv4_checksum(ip)
+    set_ipv4_checksum(ip)
     shim = struct.pack("!BBHI", proto, flags, flow_id & 0xFFFF, seq & 0xFFFFFFFF)
     return frame[:ETH_LEN] + bytes(ip) + shim + frame[ETH_LEN + ihl :]
 
@@ -115,11 +115,11 @@ def strip_tag(frame: bytes) -> bytes:
     ip = bytearray(frame[ETH_LEN : ETH_LEN + ihl])
     ip[9] = frame[ETH_LEN + ihl]
     ip[2:4] = (int.from_bytes(ip[2:4], "big") - TAG_LEN).to_bytes(2, "big")
-    _set_ipv4_checksum(ip)
+    set_ipv4_checksum(ip)
     return bytes(frame[:ETH_LEN]) + bytes(ip) + bytes(frame[ETH_LEN + ihl + TAG_LEN :])
 
 
-def _set_ipv4_checksum(ip: bytearray) -> None:
+def set_ipv4_checksum(ip: bytearray) -> None:
     ip[10:12] = b"\x00\x00"
     total = sum(struct.unpack(f"!{len(ip) // 2}H", ip))
     while total >> 16:

@@ -43,12 +43,13 @@ class ReorderBuffer:
             return [item]
         self._held[seq] = (now, item)
         self._oldest = min(self._oldest, now)
-        if len(self._held) > self.max_occupancy:
-            self.max_occupancy = len(self._held)
         out = self._release()
         if len(self._held) >= self.capacity:
             out += self._skip_hole()
-        return out + self.expire(now)
+        out += self.expire(now)
+        if len(self._held) > self.max_occupancy:  # packets left waiting after this arrival
+            self.max_occupancy = len(self._held)
+        return out
 
     def expire(self, now: float) -> list[Any]:
         """Give up on holes that have been waited on for longer than the timeout."""

@@ -1,0 +1,134 @@
+"""Sender and receiver over real veth links between namespaces, with a deterministic impairment
+relay where loss, reordering, ECN marks or corruption must be injected (this kernel has no
+netem)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from traffic_helpers import relay
+
+from traffic.dcqcn import DcqcnParams
+
+pytestmark = pytest.mark.root
+
+
+def test_bytes_sent_equal_bytes_received_without_loss(pair_net, run_flow):
+    a, b = pair_net.hosts["a"], pair_net.hosts["b"]
+    qps = [
+        {"dst_ip": b.ip, "qpn": 11, "rate_bps": 8e6, "message_bytes": 65536, "messages": 8},
+        {"dst_ip": b.ip, "qpn": 12, "rate_bps": 8e6, "message_bytes": 3000, "messages": 50,
+         "verb": "send"},
+        {"dst_ip": b.ip, "qpn": 13, "rate_bps": 4e6, "message_bytes": 100, "messages": 100},
+    ]
+    sent, got = run_flow(a, b, qps)
+    assert not sent["partial"]
+    by_qpn = {q["qpn"]: q for q in got["qps"]}
+    assert set(by_qpn) == {11, 12, 13}
+    for q in sent["qps"]:
+        r = by_qpn[q["qpn"]]
+        assert r["src_ip"] == a.ip
+        assert r["bytes"] == q["payload_bytes"]
+        assert r["packets"] == q["packets"]
+        assert (r["lost"], r["out_of_order"], r["duplicates"], r["icrc_errors"]) == (0, 0, 0, 0)
+        assert r["messages_complete"] == q["messages"] == len(r["messages"])
+        assert r["acks_sent"] == q["messages"] == q["acks"]
+        assert all(m["fct_s"] and m["fct_s"] > 0 for m in r["messages"])
+    assert sent["payload_bytes"] == 8 * 65536 + 50 * 3000 + 100 * 100
+    # Distinct entropy per QP.
+    assert len({q["sport"] for q in sent["qps"]}) == 3
+
+
+def test_paced_rate_is_held(pair_net, run_flow):
+    a, b = pair_net.hosts["a"], pair_net.hosts["b"]
+    sent, got = run_flow(a, b, [{"dst_ip": b.ip, "qpn": 5, "rate_bps": 20e6,
+                                 "message_bytes": 1 << 20, "messages": 1}])
+    q = sent["qps"][0]
+    wire_rate = q["frame_bytes"] * 8 / (q["end"] - q["start"])
+    assert wire_rate == pytest.approx(20e6, rel=0.05)
+
+
+def test_loss_and_reordering_are_counted_exactly(relayed_net, run_flow):
+    a, b = relayed_net.hosts["a"], relayed_net.hosts["b"]
+    # 200 packets of 1024 B in 4 messages of 50 packets (PSN 0-49, 50-99, ...).
+    qps = [{"dst_ip": b.ip, "qpn": 21, "rate_bps": 4e6, "message_bytes": 50 * 1024,
+            "messages": 4}]
+    with relay(relayed_net, drop="5,17,18,120", hold="10:3,30:7,160:1") as counts:
+        sent, got = run_flow(a, b, qps, recv={"record_delivery": True})
+    assert counts["dropped"] == 4 and counts["held"] == 3
+    r = got["qps"][0]
+    assert sent["qps"][0]["packets"] == 200
+    assert r["packets"] == 196
+    assert r["lost"] == 4
+    assert r["out_of_order"] == 3
+    assert r["reorder_distance_max"] == 7
+    assert r["reorder_distance_sum"] == 3 + 7 + 1
+    assert r["duplicates"] == 0
+    # The reorder buffer restored order; it gave up on exactly the dropped PSNs.
+    seqs = r["delivered_seqs"]
+    assert seqs == sorted(seqs) and set(seqs) == set(range(200)) - {5, 17, 18, 120}
+    assert r["reorder_skipped"] == 4
+    assert r["reorder_occupancy_max"] >= 7
+    # Messages 0 (PSN 5, 17, 18) and 2 (PSN 120) lost packets; 1 and 3 are complete.
+    assert [m["complete"] for m in r["messages"]] == [False, True, False, True]
+
+
+def test_reorder_buffer_uses_the_tag_sequence(relayed_net, run_flow):
+    a, b = relayed_net.hosts["a"], relayed_net.hosts["b"]
+    qps = [{"dst_ip": b.ip, "qpn": 22, "rate_bps": 4e6, "message_bytes": 40 * 1024,
+            "messages": 1, "tag": True}]
+    with relay(relayed_net, hold="3:4,20:2") as counts:
+        _, got = run_flow(a, b, qps, recv={"record_delivery": True})
+    assert counts["held"] == 2
+    r = got["qps"][0]
+    assert r["tagged"] == r["packets"] == 40
+    assert r["icrc_errors"] == 0  # ICRC verified after stripping the tag
+    assert r["out_of_order"] == 2 and r["reorder_distance_max"] == 4
+    assert r["delivered_seqs"] == list(range(40))
+    assert r["messages"][0]["complete"]
+
+
+def test_corrupted_frames_fail_the_icrc(relayed_net, run_flow):
+    a, b = relayed_net.hosts["a"], relayed_net.hosts["b"]
+    qps = [{"dst_ip": b.ip, "qpn": 23, "rate_bps": 4e6, "message_bytes": 30 * 1024,
+            "messages": 1}]
+    with relay(relayed_net, corrupt="4,9") as counts:
+        _, got = run_flow(a, b, qps)
+    assert counts["corrupted"] == 2
+    r = got["qps"][0]
+    assert r["icrc_errors"] == 2
+    assert r["packets"] == 28 and r["lost"] == 2  # dropped, as a NIC drops them
+
+
+def test_ce_mark_produces_cnp_and_the_sender_slows_down(relayed_net, run_flow):
+    a, b = relayed_net.hosts["a"], relayed_net.hosts["b"]
+    qps = [{"dst_ip": b.ip, "qpn": 24, "rate_bps": 10e6, "message_bytes": 300 * 1024,
+            "messages": 1}]
+    with relay(relayed_net, mark="100") as counts:
+        sent, got = run_flow(a, b, qps, recv={"cnp_interval_s": 0.05})
+    assert counts["marked"] == 1
+    r = got["qps"][0]
+    assert r["ce_marked"] == 1 and r["cnp_sent"] == 1
+    q = sent["qps"][0]
+    assert q["cnps"] == 1 and q["rate_cuts"] == 1
+    # alpha starts at 1 and decays by (1-g) per update period until the cut: rate ~halves.
+    t_cut, rate = q["rate_samples"][1]
+    p = DcqcnParams.scaled(10e6)
+    alpha = (1 - p.g) ** math.floor(t_cut / p.alpha_update_s)
+    assert rate == pytest.approx(10e6 * (1 - alpha / 2), rel=1e-9)
+    assert q["min_rate_bps"] == rate < 5.1e6
+    assert q["rate_samples"][0] == [0.0, 10e6]
+
+
+def test_cnps_are_rate_limited_per_qp(relayed_net, run_flow):
+    a, b = relayed_net.hosts["a"], relayed_net.hosts["b"]
+    # 1000 pps; 100 marked packets (PSN 100-199) span ~100 ms: at most one CNP per 40 ms.
+    qps = [{"dst_ip": b.ip, "qpn": 25, "rate_bps": 8.6e6, "message_bytes": 250 * 1024,
+            "messages": 1}]
+    with relay(relayed_net, mark="100-199"):
+        sent, got = run_flow(a, b, qps, send={"dcqcn": False}, recv={"cnp_interval_s": 0.04})
+    r = got["qps"][0]
+    assert r["ce_marked"] == 100
+    assert 2 <= r["cnp_sent"] <= 4
+    assert sent["qps"][0]["cnps"] == r["cnp_sent"]

@@ -1,0 +1,167 @@
+"""A user-space link impairment relay: a deterministic stand-in for `tc netem` on RoCE traffic.
+
+Runs in a namespace between two interfaces and forwards every frame both ways. RoCE data
+frames going from `ingress` to `egress` can be dropped, held back (reordered) or ECN-CE marked,
+chosen by PSN, so tests know exactly what the receiver must report:
+- drop PSN p: the frame is discarded;
+- hold PSN p for k: the frame is released right after k later data frames went out
+  (reorder distance k), or after `hold_timeout_s` if the flow ends first;
+- mark PSN p: ECN set to CE (the IPv4 checksum is fixed; the ICRC does not cover ECN);
+- corrupt PSN p: one payload bit flipped, so the ICRC no longer matches.
+
+    python -m traffic.impair --ingress m0 --egress m1 --drop 5,9 --hold 20:3 --mark 30-39
+prints {"event": "ready"} when forwarding and a JSON line of counts when stopped (SIGTERM).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import select
+import signal
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+
+from traffic import bpf, netutil
+from traffic.frames import ECN_CE, set_ipv4_checksum
+from traffic.headers import DATA_OPCODES, ROCE_UDP_PORT, TAG_IP_PROTO
+
+
+@dataclass
+class Impairments:
+    drop: set[int] = field(default_factory=set)
+    hold: dict[int, int] = field(default_factory=dict)  # PSN -> frames to wait
+    mark: set[int] = field(default_factory=set)
+    corrupt: set[int] = field(default_factory=set)
+    hold_timeout_s: float = 0.5
+
+
+@dataclass
+class RelayCounts:
+    forwarded: int = 0
+    reverse: int = 0
+    dropped: int = 0
+    held: int = 0
+    marked: int = 0
+    corrupted: int = 0
+
+
+def data_psn(frame: bytes | bytearray) -> int | None:
+    """PSN of a RoCE data frame (tagged or not), else None."""
+    if len(frame) < 54 or frame[12:14] != b"\x08\x00" or frame[14] != 0x45:
+        return None
+    l4 = {17: 34, TAG_IP_PROTO: 42}.get(frame[23])
+    if l4 is None or int.from_bytes(frame[l4 + 2 : l4 + 4], "big") != ROCE_UDP_PORT:
+        return None
+    if frame[l4 + 8] not in DATA_OPCODES:
+        return None
+    return int.from_bytes(frame[l4 + 17 : l4 + 20], "big")
+
+
+class Relay:
+    def __init__(self, ingress: str, egress: str, imp: Impairments) -> None:
+        self.imp = imp
+        self.counts = RelayCounts()
+        self.a = netutil.packet_socket(ingress, netutil.ETH_P_ALL, rcvbuf=4 << 20)
+        self.b = netutil.packet_socket(egress, netutil.ETH_P_ALL, rcvbuf=4 << 20)
+        for s in (self.a, self.b):
+            bpf.attach(s, bpf.incoming_filter())
+            netutil.drain(s)
+        self._held: list[list] = []  # [frames still to wait, since, frame]
+        self._stop = False
+
+    def stop(self) -> None:
+        self._stop = True
+
+    def _forward(self, frame: bytes) -> None:
+        psn = data_psn(frame)
+        if psn is not None:
+            imp = self.imp
+            if psn in imp.drop:
+                self.counts.dropped += 1
+                return
+            if psn in imp.mark:
+                frame = bytearray(frame)
+                ip = bytearray(frame[14:34])
+                ip[1] |= ECN_CE
+                set_ipv4_checksum(ip)
+                frame[14:34] = ip
+                self.counts.marked += 1
+            if psn in imp.corrupt:
+                frame = bytearray(frame)
+                frame[-5] ^= 0x01  # last payload byte, just before the ICRC
+                self.counts.corrupted += 1
+            if psn in imp.hold and imp.hold[psn] > 0:
+                self._held.append([imp.hold[psn], time.monotonic(), bytes(frame)])
+                self.counts.held += 1
+                return
+        self.b.send(frame)
+        self.counts.forwarded += 1
+        if psn is not None and self._held:
+            for h in self._held:
+                h[0] -= 1
+            self._release(lambda h: h[0] <= 0)
+
+    def _release(self, due) -> None:
+        keep = []
+        for h in self._held:
+            if due(h):
+                self.b.send(h[2])
+                self.counts.forwarded += 1
+            else:
+                keep.append(h)
+        self._held = keep
+
+    def run(self) -> RelayCounts:
+        a, b = self.a, self.b
+        while not self._stop:
+            ready, _, _ = select.select([a, b], [], [], 0.05)
+            if a in ready:
+                self._forward(a.recv(65536))
+            if b in ready:
+                a.send(b.recv(65536))
+                self.counts.reverse += 1
+            if self._held:
+                cutoff = time.monotonic() - self.imp.hold_timeout_s
+                self._release(lambda h, cutoff=cutoff: h[1] < cutoff)
+        self._release(lambda h: True)
+        return self.counts
+
+
+def _psns(text: str) -> set[int]:
+    out: set[int] = set()
+    for part in filter(None, text.split(",")):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m traffic.impair", description=__doc__.split("\n")[0])
+    p.add_argument("--ingress", required=True, help="interface the data arrives on")
+    p.add_argument("--egress", required=True, help="interface towards the receiver")
+    p.add_argument("--drop", default="", help="PSNs to drop: 5,9,20-29")
+    p.add_argument("--hold", default="", help="PSN:frames pairs to hold back: 20:3,40:1")
+    p.add_argument("--mark", default="", help="PSNs to mark ECN-CE")
+    p.add_argument("--corrupt", default="", help="PSNs whose payload gets a flipped bit")
+    args = p.parse_args(argv)
+    try:
+        pairs = (x.split(":") for x in filter(None, args.hold.split(",")))
+        hold = {int(k): int(v) for k, v in pairs}
+        imp = Impairments(drop=_psns(args.drop), hold=hold, mark=_psns(args.mark),
+                          corrupt=_psns(args.corrupt))
+        relay = Relay(args.ingress, args.egress, imp)
+    except (ValueError, netutil.NetError) as e:
+        print(f"impair: {e}", file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGTERM, lambda *_: relay.stop())
+    signal.signal(signal.SIGINT, lambda *_: relay.stop())
+    print(json.dumps({"event": "ready"}), flush=True)
+    counts = relay.run()
+    print(json.dumps({"event": "counts", **asdict(counts)}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
