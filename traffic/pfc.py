@@ -80,3 +80,56 @@ class PauseState:
 
     def is_paused(self, prio: int, now: float) -> bool:
         return self._until[prio] > now
+
+
+def send_pause(iface: str, quanta: dict[int, int], src_mac: str | None = None) -> None:
+    """Transmit one PFC frame on `iface` (as a switch port or a host agent would)."""
+    from traffic import netutil
+
+    with netutil.packet_socket(iface) as s:
+        s.send(build_pause(src_mac or netutil.interface_mac(iface), quanta))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """python -m traffic.pfc --iface IF --pause 3:65535 [--wait-for-data] [--xon-after S]"""
+    import argparse
+    import select
+    import sys
+    import time
+
+    from traffic import bpf, netutil
+
+    p = argparse.ArgumentParser(prog="python -m traffic.pfc",
+                                description="Send PFC pause frames on an interface.")
+    p.add_argument("--iface", required=True)
+    p.add_argument("--pause", required=True, help="priority:quanta[,priority:quanta...]")
+    p.add_argument("--wait-for-data", action="store_true",
+                   help="send once the first RoCE data frame arrives on the interface")
+    p.add_argument("--xon-after", type=float, default=None,
+                   help="seconds after the pause to send quanta 0 (resume) for those priorities")
+    args = p.parse_args(argv)
+    try:
+        quanta = {int(k): int(v) for k, v in (x.split(":") for x in args.pause.split(","))}
+        netutil.require_interface(args.iface)
+    except (ValueError, netutil.NetError) as e:
+        print(f"pfc: {e}", file=sys.stderr)
+        return 2
+    if args.wait_for_data:
+        with netutil.packet_socket(args.iface, netutil.ETH_P_ALL) as rx:
+            bpf.attach(rx, bpf.roce_receiver_filter())
+            print("waiting", flush=True)
+            select.select([rx], [], [])
+    send_pause(args.iface, quanta)
+    sent = time.monotonic()
+    print("paused", flush=True)
+    if args.xon_after is not None:
+        time.sleep(max(0.0, sent + args.xon_after - time.monotonic()))  # the resume moment
+        send_pause(args.iface, {prio: 0 for prio in quanta})
+        print("resumed", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

@@ -233,6 +233,8 @@ class Receiver:
         binr.rx_bytes += payload
         if not res.first_t:
             res.first_t = now
+        elif now - res.last_t > res.max_gap_s:
+            res.max_gap_s = now - res.last_t
         res.last_t = self._last_data = now
         if tag_seq >= 0:
             res.tagged += 1

@@ -103,6 +103,7 @@ class QPRecvResult:
     bytes: int = 0  # RDMA payload bytes (duplicates not counted)
     first_t: float = 0.0  # epoch seconds of the first/last arrival
     last_t: float = 0.0
+    max_gap_s: float = 0.0  # longest silence between two arrivals (pauses, failures)
     lost: int = 0  # PSNs never received inside the range seen
     out_of_order: int = 0  # arrivals with a PSN below the highest PSN seen
     reorder_distance_max: int = 0  # highest PSN seen - PSN of the late arrival

@@ -5,11 +5,13 @@ netem)."""
 from __future__ import annotations
 
 import math
+import subprocess
 
 import pytest
 from traffic_helpers import relay
 
 from traffic.dcqcn import DcqcnParams
+from traffic.hosts import python_argv
 
 pytestmark = pytest.mark.root
 
@@ -132,3 +134,55 @@ def test_cnps_are_rate_limited_per_qp(relayed_net, run_flow):
     assert r["ce_marked"] == 100
     assert 2 <= r["cnp_sent"] <= 4
     assert sent["qps"][0]["cnps"] == r["cnp_sent"]
+
+
+def _pause_injector(host, quanta: int, xon_after: float | None = None):
+    """Start traffic.pfc in `host`: one pause frame once data arrives (and XON later)."""
+    args = ["--iface", host.iface, "--pause", f"3:{quanta}", "--wait-for-data"]
+    if xon_after is not None:
+        args += ["--xon-after", str(xon_after)]
+    proc = host.popen(python_argv("traffic.pfc", *args), stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "waiting"  # its socket is open
+    return proc
+
+
+def test_pfc_pause_stops_the_sender_for_the_pause_time(pair_net, run_flow):
+    a, b = pair_net.hosts["a"], pair_net.hosts["b"]
+    quanta = 3906  # x 512 bit / 10 Mb/s = 0.19999 s
+    proc = _pause_injector(b, quanta)
+    try:
+        sent, got = run_flow(a, b, [{"dst_ip": b.ip, "qpn": 31, "rate_bps": 8e6,
+                                     "message_bytes": 200 * 1024, "messages": 1}],
+                             send={"link_bps": 10e6, "priority": 3})
+    finally:
+        proc.wait(10)
+    assert sent["pause_frames"] == 1
+    assert sent["paused_s"] == pytest.approx(quanta * 512 / 10e6)
+    r = got["qps"][0]
+    assert r["lost"] == 0 and r["bytes"] == 200 * 1024
+    assert 0.19 <= r["max_gap_s"] < 0.30
+
+
+def test_pfc_other_priority_and_xon(pair_net, run_flow):
+    a, b = pair_net.hosts["a"], pair_net.hosts["b"]
+    # A pause of priority 3 does not stop data sent on priority 4.
+    proc = _pause_injector(b, 0xFFFF)
+    try:
+        sent, got = run_flow(a, b, [{"dst_ip": b.ip, "qpn": 32, "rate_bps": 8e6,
+                                     "message_bytes": 100 * 1024, "messages": 1}],
+                             send={"link_bps": 10e6, "priority": 4})
+    finally:
+        proc.wait(10)
+    assert sent["pause_frames"] == 1 and sent["paused_s"] == 0
+    assert got["qps"][0]["max_gap_s"] < 0.05
+    # 0xFFFF quanta = 3.36 s at 10 Mb/s, ended by an XON after 0.1 s.
+    proc = _pause_injector(b, 0xFFFF, xon_after=0.1)
+    try:
+        sent, got = run_flow(a, b, [{"dst_ip": b.ip, "qpn": 33, "rate_bps": 8e6,
+                                     "message_bytes": 100 * 1024, "messages": 1}],
+                             send={"link_bps": 10e6, "priority": 3})
+    finally:
+        proc.wait(10)
+    assert sent["pause_frames"] == 2
+    assert 0.09 <= sent["paused_s"] < 0.2
+    assert 0.09 <= got["qps"][0]["max_gap_s"] < 0.2
