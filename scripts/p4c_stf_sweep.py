@@ -7,7 +7,8 @@
 Every `testdata/p4_16_samples/*-bmv2.p4` that has a `.stf` and includes v1model.p4 runs in its
 own process (`p4switch-stf`'s runner) with a timeout. Prints the counts per outcome (PASS,
 UNSUPPORTED, WRONG, INVALID, plus TIMEOUT and CRASH for a runner that hung or died), every
-WRONG / INVALID / CRASH test with a one-line reason, and the most common unsupported reasons.
+WRONG / INVALID / CRASH test with a one-line reason, the most common unsupported reasons, and
+how the P4Info of each compiled program compares with p4c's golden `.p4info.txtpb`.
 `--markdown FILE` appends the same summary to FILE.
 """
 
@@ -45,7 +46,9 @@ def find_tests(p4c: Path, pattern: str | None) -> list[tuple[Path, Path]]:
 
 
 def run_one(program: Path, stf: Path, timeout: float) -> dict:
-    argv = [sys.executable, str(Path(__file__).resolve()), "--one", str(program), str(stf)]
+    golden = program.parents[1] / "p4_16_samples_outputs" / f"{program.name}.p4info.txtpb"
+    argv = [sys.executable, str(Path(__file__).resolve()), "--one", str(program), str(stf),
+            str(golden)]
     env = dict(os.environ, PYTHONPATH=str(REPO))
     start = time.monotonic()
     try:
@@ -65,15 +68,11 @@ def run_one(program: Path, stf: Path, timeout: float) -> dict:
     return result
 
 
-def one(program: Path, stf: Path) -> None:
+def one(program: Path, stf: Path, golden: Path | None) -> None:
     """Child process: run one test and print its result as one JSON line."""
     sys.path.insert(0, str(REPO))
-    from p4switch.stf.runner import run_stf_files
-
     try:
-        result = run_stf_files(program, stf, include_dirs=[program.parent])
-        out = {"outcome": result.outcome.value, "reason": result.reason,
-               "messages": result.messages}
+        out = _one(program, stf, golden)
     except Exception as exc:  # a runner or compiler crash is a result too
         import traceback
 
@@ -81,6 +80,50 @@ def one(program: Path, stf: Path) -> None:
         out = {"outcome": "CRASH", "reason": f"{type(exc).__name__}: {exc}".splitlines()[0],
                "messages": "".join(frames).splitlines()[-30:]}
     print(json.dumps(out))
+
+
+def _one(program: Path, stf: Path, golden: Path | None) -> dict:
+    from p4switch.compiler import P4CompileError, compile_program
+    from p4switch.stf.parser import StfSyntaxError, parse_stf_file
+    from p4switch.stf.runner import Outcome, StfResult, compile_failure, run_statements
+
+    p4info = None
+    try:
+        statements = parse_stf_file(stf)
+        program_ = compile_program(program, [program.parent])
+    except StfSyntaxError as exc:
+        result = StfResult(Outcome.INVALID, [f"STF syntax: {e}" for e in exc.errors])
+    except P4CompileError as exc:
+        result = compile_failure(exc)
+    else:
+        p4info = p4info_status(program_.model, golden)
+        result = run_statements(program_, statements)
+    return {"outcome": result.outcome.value, "reason": result.reason,
+            "messages": result.messages, "p4info": p4info}
+
+
+def p4info_status(model, golden: Path | None) -> str:
+    """How our P4Info compares with p4c's golden one: same / same-unordered / differs: ..."""
+    from google.protobuf import text_format
+    from p4.config.v1 import p4info_pb2
+
+    from p4switch.p4info import build_p4info, p4info_text
+    from p4switch.p4info_compare import diff_p4info, same_order
+
+    if golden is None or not golden.is_file():
+        return "no golden"
+    try:
+        ours = build_p4info(model)
+    except Exception as exc:
+        return f"differs: cannot build: {type(exc).__name__}: {exc}"
+    text = golden.read_text()
+    if p4info_text(ours) == text:
+        return "same"
+    expected = text_format.Parse(text, p4info_pb2.P4Info())
+    problems = diff_p4info(expected, ours)
+    if problems:
+        return f"differs: {problems[0]}" + (f" (+{len(problems) - 1})" if len(problems) > 1 else "")
+    return "same" if same_order(expected, ours) else "same-unordered"
 
 
 def unsupported_reason(result: dict) -> str:
@@ -103,6 +146,11 @@ def summary(results: list[dict], elapsed: float) -> list[str]:
         if listed:
             lines.append(f"\n{outcome} ({len(listed)}):")
             lines += [f"- {r['test']}: {r['reason']}" for r in listed]
+    p4info = collections.Counter((r.get("p4info") or "not built").split(":")[0] for r in results)
+    lines.append("\nP4Info vs p4c's golden files: "
+                 + ", ".join(f"{k} {n}" for k, n in sorted(p4info.items())))
+    lines += [f"- {r['test']}: {r['p4info']}" for r in results
+              if (r.get("p4info") or "").startswith("differs")]
     reasons = collections.Counter(
         unsupported_reason(r) for r in results if r["outcome"] == "UNSUPPORTED"
     )
@@ -115,7 +163,7 @@ def summary(results: list[dict], elapsed: float) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     args_list = sys.argv[1:] if argv is None else argv
     if args_list[:1] == ["--one"]:
-        one(Path(args_list[1]), Path(args_list[2]))
+        one(Path(args_list[1]), Path(args_list[2]), Path(args_list[3]))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("p4c", type=Path, help="a p4c checkout (with testdata/)")

@@ -10,6 +10,7 @@ from p4.config.v1 import p4info_pb2
 from p4info_models import MODELS
 
 from p4switch.p4info import build_p4info, p4info_text
+from p4switch.p4info_compare import diff_p4info, same_order
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -27,3 +28,23 @@ def test_golden_text_round_trips(program: str) -> None:
         (GOLDEN / f"{program}.p4info.txtpb").read_text(), p4info_pb2.P4Info()
     )
     assert build_p4info(MODELS[program]()) == expected
+
+
+def test_compare_reports_differences_per_object() -> None:
+    expected = text_format.Parse(
+        (GOLDEN / "basic_routing-bmv2.p4info.txtpb").read_text(), p4info_pb2.P4Info()
+    )
+    model = MODELS["basic_routing-bmv2"]()
+    model.tables[0].size = 10
+    model.actions.pop()
+    del model.tables[-1].action_refs[1]
+    got = build_p4info(model)
+    assert diff_p4info(expected, got) == [
+        "tables egress.rewrite_mac: line 16: expected 'id: 28966416', got 'id: 21257015'",
+        "tables ingress.bd: line 23: expected 'size: 65536', got 'size: 10'",
+        "actions: missing egress.rewrite_src_dst_mac",
+    ]
+    in_other_order = build_p4info(MODELS["basic_routing-bmv2"]())
+    in_other_order.tables.reverse()
+    assert diff_p4info(expected, in_other_order) == []
+    assert not same_order(expected, in_other_order)
