@@ -1,0 +1,101 @@
+"""Bring-up time per fabric, by stage, and the idle CPU use of the running fabric.
+
+    sudo .venv/bin/python bench/fabric_bringup.py [--target p4switch] [--idle 5] [FABRIC ...]
+
+Per fabric: Mininet with hosts and links only (no switch processes), then the full network
+(switch processes started and probed until their gRPC port accepts), controller connect, and
+pipeline + routes; then the CPU the switch processes use while the fabric idles, in % of one core.
+Target: HPN 7.0 at its default scale up and routed in under 15 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from controller.fabric import FabricController  # noqa: E402
+from controller.pipeline import build_pipeline  # noqa: E402
+from topos import FABRICS, build_fabric  # noqa: E402
+from topos.mininet import FabricNetwork, select_target  # noqa: E402
+
+PROGRAM = Path(__file__).resolve().parents[1] / "p4src" / "ecmp.p4"
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
+
+
+def timed(fn):
+    started = time.monotonic()
+    result = fn()
+    return result, time.monotonic() - started
+
+
+def bench(fabric: str, target_name: str, idle: float, pipelines: dict) -> dict[str, float]:
+    spec = build_fabric(fabric)
+    target = select_target(target_name)
+    if target.name not in pipelines:
+        pipelines[target.name], pipelines["compile"] = timed(
+            lambda: build_pipeline(PROGRAM, target.name))
+    pipeline = pipelines[target.name]
+    figures = {"switches": len(spec.switches), "nics": len(spec.host_nics())}
+
+    bare = FabricNetwork(spec, None)
+    try:
+        _, figures["mininet"] = timed(bare.start)
+    finally:
+        bare.stop()
+
+    net = FabricNetwork(spec, target)
+    ctl = FabricController(spec, pipeline)
+    try:
+        _, figures["ready"] = timed(net.start)
+        _, figures["connect"] = timed(ctl.connect)
+        reports, figures["routes"] = timed(ctl.program)
+        figures["up"] = figures["ready"] + figures["connect"] + figures["routes"]
+        figures["writes"] = sum(r.writes for r in reports)
+        pids = [net.switch(sw.name).proc.pid for sw in spec.switches]
+        before = sum(cpu_seconds(p) for p in pids) + time.process_time()
+        time.sleep(idle)  # measuring idle use: the fabric must be left alone for a while
+        after = sum(cpu_seconds(p) for p in pids) + time.process_time()
+        figures["idle_cpu_pct"] = 100 * (after - before) / idle
+    finally:
+        ctl.close()
+        net.stop()
+    return figures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("fabrics", nargs="*", default=["hpn7", "leafspine", "bigraph", "aipod"],
+                        choices=sorted(FABRICS), metavar="FABRIC")
+    parser.add_argument("--target", default="p4switch", choices=("auto", "p4switch", "bmv2"))
+    parser.add_argument("--idle", type=float, default=5.0, help="idle CPU window, seconds")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        print("fabric_bringup: needs root (Mininet)", file=sys.stderr)
+        return 2
+    pipelines: dict = {}
+    rows = [(fabric, bench(fabric, args.target, args.idle, pipelines)) for fabric in args.fabrics]
+    print(f"target {args.target}; P4 compile (once) {pipelines['compile']:.2f} s")
+    print(f"{'fabric':<11}{'sw':>4}{'NICs':>5}{'mininet':>9}{'ready':>8}{'connect':>9}"
+          f"{'routes':>8}{'UP':>7}{'writes':>8}{'idle CPU':>10}")
+    for fabric, f in rows:
+        print(f"{fabric:<11}{f['switches']:>4}{f['nics']:>5}{f['mininet']:>8.2f}s"
+              f"{f['ready']:>7.2f}s{f['connect']:>8.2f}s{f['routes']:>7.2f}s{f['up']:>6.2f}s"
+              f"{f['writes']:>8}{f['idle_cpu_pct']:>9.1f}%")
+    print("mininet = hosts+links only; ready = full network with switches answering gRPC; "
+          "UP = ready + connect + routes (target for hpn7: < 15 s); idle CPU = switch processes "
+          "+ controller, % of one core")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

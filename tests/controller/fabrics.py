@@ -1,0 +1,34 @@
+"""Fabrics for the controller's network tests: every node and interface name starts with `ct`
+and management ports are moved to a range of their own, so runs never meet other networks."""
+
+from __future__ import annotations
+
+from topos import FabricSpec, build_fabric, validate
+
+PREFIX = "ct"
+GRPC_BASE = 29559
+THRIFT_BASE = 29090
+
+
+def prefixed(spec: FabricSpec, prefix: str = PREFIX) -> FabricSpec:
+    """A copy of `spec` with `prefix` on node, host and interface names and moved mgmt ports."""
+    spec = FabricSpec.from_dict(spec.to_dict())
+    for index, sw in enumerate(spec.switches):
+        sw.name = prefix + sw.name
+        sw.grpc_port = GRPC_BASE + index
+        sw.thrift_port = THRIFT_BASE + index
+    for host in spec.hosts:
+        host.name = prefix + host.name
+        for nic in host.nics:
+            nic.name = prefix + nic.name
+    for link in spec.links:
+        for end in (link.a, link.b):
+            end.node = prefix + end.node
+            end.intf = prefix + end.intf
+            if len(end.intf) > 15:  # fat-tree names: "ctedge-p0n0-eth1" -> "ctedge-p0n0-e1"
+                end.intf = end.intf.replace("-eth", "-e")
+    return validate(spec)
+
+
+def ct_fabric(name: str, **scale) -> FabricSpec:
+    return prefixed(build_fabric(name, **scale))

@@ -1,0 +1,186 @@
+"""Every fabric in Mininet on p4switch, routed by the controller: reachability, paths, ECMP, and
+idempotent re-runs. Paths and spreading are read from the switches' port counters over P4Runtime.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+from controller.checks import pingall, send_udp
+from controller.fabric import FabricController
+from controller.pipeline import Pipeline, build_pipeline
+from controller.state import DeviceState, add_read_entities
+from controller.sync import SyncReport
+from tests.controller.fabrics import ct_fabric
+from topos import FABRICS, FabricSpec
+
+pytestmark = [pytest.mark.mininet, pytest.mark.slow]
+
+PROGRAM = Path(__file__).resolve().parents[2] / "p4src" / "ecmp.p4"
+
+
+@pytest.fixture(scope="module")
+def pipeline() -> Pipeline:
+    pytest.importorskip("p4switch.compiler", reason="the p4switch compiler is not in the tree")
+    return build_pipeline(PROGRAM, "p4switch")
+
+
+@dataclass
+class Running:
+    spec: FabricSpec
+    net: object
+    ctl: FabricController
+    reports: list[SyncReport]
+
+    def popen(self, nic: str, argv: list[str]):
+        return self.net.host(nic).popen(argv)
+
+    def tx(self) -> dict[str, dict[int, int]]:
+        """Transmitted packets per switch and port."""
+        return {sw: {port: c[0] for port, c in self.ctl.port_counters(sw)[1].items()}
+                for sw in self.ctl.clients}
+
+    def rx(self) -> dict[str, dict[int, int]]:
+        return {sw: {port: c[0] for port, c in self.ctl.port_counters(sw)[0].items()}
+                for sw in self.ctl.clients}
+
+
+@contextlib.contextmanager
+def running_fabric(spec: FabricSpec, pipeline: Pipeline, log_dir: Path):
+    from topos.mininet import P4SWITCH, FabricNetwork
+
+    net = FabricNetwork(spec, P4SWITCH, log_dir=log_dir)
+    ctl = FabricController(spec, pipeline)
+    try:
+        net.start()
+        ctl.connect()
+        yield Running(spec, net, ctl, ctl.program())
+    finally:
+        ctl.close()
+        net.stop()
+
+
+@pytest.fixture(scope="module", params=sorted(FABRICS))
+def fabric(request, pipeline, tmp_path_factory):
+    spec = ct_fabric(request.param)
+    with running_fabric(spec, pipeline, tmp_path_factory.mktemp(request.param)) as run:
+        yield run
+
+
+def _delta(after: dict, before: dict) -> dict[str, dict[int, int]]:
+    return {sw: {p: n - before[sw].get(p, 0) for p, n in ports.items()
+                 if n - before[sw].get(p, 0)} for sw, ports in after.items()}
+
+
+def _far_node(spec: FabricSpec, switch: str, port: int) -> str:
+    return next(ln.other(switch).node for ln in spec.links_of(switch)
+                if ln.end(switch).port == port)
+
+
+def walk(spec: FabricSpec, tx: dict[str, dict[int, int]], src: str, dst: str,
+         packets: int) -> list[str]:
+    """The switches one flow crossed, following the ports that sent all of its packets."""
+    starts = [sw for sw, _ in spec.attachments(src)
+              if any(n >= packets for n in tx.get(sw, {}).values())]
+    assert len(starts) == 1, f"the flow entered at {starts}, not one switch"
+    path = [starts[0]]
+    while True:
+        ports = [p for p, n in tx[path[-1]].items() if n >= packets]
+        assert len(ports) == 1, f"{path[-1]} sent the flow out of ports {ports}"
+        far = _far_node(spec, path[-1], ports[0])
+        if far == dst:
+            return path
+        assert far not in path and len(path) < len(spec.switches), f"loop: {path} -> {far}"
+        path.append(far)
+
+
+def shortest_switch_paths(spec: FabricSpec, src: str, dst: str) -> set[tuple[str, ...]]:
+    graph = spec.to_networkx()
+    graph.remove_nodes_from([n.name for n in spec.host_nics() if n.name not in (src, dst)])
+    return {tuple(p[1:-1]) for p in nx.all_shortest_paths(graph, src, dst)}
+
+
+def sample_destinations(spec: FabricSpec, src: str) -> list[str]:
+    """One destination per distinct switch-path length from `src`."""
+    by_length: dict[int, str] = {}
+    for nic in spec.host_nics()[1:]:
+        length = len(next(iter(shortest_switch_paths(spec, src, nic.name))))
+        by_length.setdefault(length, nic.name)
+    return [by_length[k] for k in sorted(by_length)]
+
+
+def test_first_run_pushes_the_pipeline_and_writes_routes(fabric):
+    assert all(r.pipeline_pushed for r in fabric.reports)
+    assert all(r.inserted > 0 and r.deleted == 0 for r in fabric.reports)
+
+
+def test_every_nic_reaches_every_other(fabric):
+    result = pingall(fabric.spec, fabric.popen)
+    assert result.sent == len(fabric.spec.host_nics()) * (len(fabric.spec.host_nics()) - 1)
+    assert not result.lost, str(result)
+
+
+def test_a_flow_follows_one_shortest_path_and_ttl_confirms_its_length(fabric):
+    spec = fabric.spec
+    src = spec.host_nics()[0].name
+    for dst in sample_destinations(spec, src):
+        dst_ip = spec.nic(dst).ip
+        before = fabric.tx()
+        send_udp(fabric.popen, src, dst_ip, packets=20, sport=30000)
+        path = walk(spec, _delta(fabric.tx(), before), src, dst, 20)
+        assert tuple(path) in shortest_switch_paths(spec, src, dst), (src, dst, path)
+
+        # TTL = number of switches: the last switch drops it; one more and it arrives
+        last, hops = path[-1], len(path)
+        to_dst = [port for sw, port in spec.attachments(dst) if sw == last]
+        for ttl, arrives in ((hops, False), (hops + 1, True)):
+            before_tx, before_rx = fabric.tx(), fabric.rx()
+            send_udp(fabric.popen, src, dst_ip, packets=10, ttl=ttl, sport=30000)
+            tx, rx = _delta(fabric.tx(), before_tx), _delta(fabric.rx(), before_rx)
+            assert sum(rx[last].values()) >= 10, f"TTL {ttl} did not reach {last}"
+            delivered = sum(tx[last].get(p, 0) for p in to_dst)
+            assert (delivered >= 10) == arrives, (dst, ttl, path, delivered)
+
+
+def test_ecmp_spreads_flows_over_every_equal_cost_next_hop(fabric):
+    spec = fabric.spec
+    src = spec.host_nics()[0]
+    plan = fabric.ctl.routes()
+    # the destination with the widest ECMP fan-out anywhere on the way
+    dst = max(spec.host_nics()[1:], key=lambda n: max(
+        len(r.routes.get(f"{n.ip}/32", ())) for r in plan.values()))
+    before = fabric.tx()
+    send_udp(fabric.popen, src.name, dst.ip, flows=256, packets=1, sport=40000)
+    tx = _delta(fabric.tx(), before)
+    checked = 0
+    for sw, routes in plan.items():
+        hops = routes.routes[f"{dst.ip}/32"]
+        sent = {h.port: tx.get(sw, {}).get(h.port, 0) for h in hops}
+        if len(hops) > 1 and sum(sent.values()) >= 64:
+            assert all(n > 0 for n in sent.values()), f"{sw} left next hops unused: {sent}"
+            checked += 1
+    if any(len(r.routes[f"{dst.ip}/32"]) > 1 for r in plan.values()):
+        assert checked >= 1
+
+
+def test_a_rerun_writes_nothing_and_leaves_the_state_identical(fabric, pipeline):
+    def snapshot(ctl: FabricController) -> dict[str, DeviceState]:
+        out = {}
+        for name, client in ctl.clients.items():
+            entities = client.read(ctl.intent.read_entities())
+            entities += client.read([ctl.intent.default_read_entity()])
+            out[name] = add_read_entities(DeviceState(), entities)
+        return out
+
+    before = snapshot(fabric.ctl)
+    with FabricController(fabric.spec, pipeline, election_id=(0, 2)) as again:
+        again.connect()
+        reports = again.program()
+        assert [r for r in reports if r.writes or r.pipeline_pushed] == []
+        assert all(r.unchanged > 0 for r in reports)
+        assert snapshot(again) == before
