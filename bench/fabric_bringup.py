@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from controller.fabric import FabricController  # noqa: E402
-from controller.pipeline import build_pipeline  # noqa: E402
-from topos import FABRICS, build_fabric  # noqa: E402
-from topos.mininet import FabricNetwork, select_target  # noqa: E402
+from controller.fabric import FabricController
+from controller.pipeline import build_pipeline
+from topos import FABRICS, build_fabric
+from topos.mininet import FabricNetwork, select_target
 
 PROGRAM = Path(__file__).resolve().parents[1] / "p4src" / "ecmp.p4"
 TICKS = os.sysconf("SC_CLK_TCK")
