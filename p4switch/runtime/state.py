@@ -63,10 +63,10 @@ class RuntimeState:
 
     def reset(self) -> None:
         """Back to the program's initial state (const entries and initial defaults only)."""
-        for profile in self.action_profiles.values():
-            profile.reset()
         for table in self.tables.values():
             table.reset()
+        for profile in self.action_profiles.values():
+            profile.reset()
         for extern in (*self.counters.values(), *self.meters.values(),
                        *self.registers.values()):
             extern.reset()
