@@ -33,6 +33,7 @@ class SwitchProc:
     proc: subprocess.Popen
     grpc_port: int
     device_id: int
+    thrift_port: int
 
     @property
     def address(self) -> str:
@@ -60,7 +61,7 @@ def p4switch(device_id: int = 1, ports: tuple[str, ...] = (),
                 raise RuntimeError(f"p4switch not listening on {grpc_port} after {timeout} s")
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=0.05)
-        yield SwitchProc(proc, grpc_port, device_id)
+        yield SwitchProc(proc, grpc_port, device_id, thrift_port)
     finally:
         proc.terminate()
         try:
