@@ -176,7 +176,23 @@ def named_meter_1_bmv2() -> ControlPlaneModel:
     return ControlPlaneModel("named_meter_1-bmv2", tables=tables, actions=actions, meters=[meter])
 
 
+def action_selector_shared_bmv2() -> ControlPlaneModel:
+    # Two tables share one selector; the selector key is listed with match kind "selector".
+    tables = [
+        _table(name, [("meta.hash1", 32, "selector")], ["IngressI.drop", "NoAction"],
+               implementation="IngressI.as", const_default_action=True)
+        for name in ("IngressI.indirect_ws", "IngressI.indirect_ws_1")
+    ]
+    profile = ActionProfile("IngressI.as", table_names=["IngressI.indirect_ws_1",
+                                                       "IngressI.indirect_ws"],
+                            with_selector=True, size=1024, selector_algorithm="identity")
+    return ControlPlaneModel("action_selector_shared-bmv2", tables=tables,
+                             actions=[NO_ACTION, _action("IngressI.drop")],
+                             action_profiles=[profile])
+
+
 MODELS = {
+    "action_selector_shared-bmv2": action_selector_shared_bmv2,
     "action_profile-bmv2": action_profile_bmv2,
     "issue1520-bmv2": issue1520_bmv2,
     "basic_routing-bmv2": basic_routing_bmv2,
