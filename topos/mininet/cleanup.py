@@ -15,7 +15,14 @@ from pathlib import Path
 
 from topos.builders import FABRICS, build_fabric
 from topos.mininet.procs import stop_pid
-from topos.mininet.runstate import ProcessRecord, RunState, load_all, netns_inode
+from topos.mininet.runstate import (
+    DEFAULT_RUN_DIR,
+    ProcessRecord,
+    RunState,
+    load_all,
+    netns_inode,
+    run_dir,
+)
 
 
 @dataclass
@@ -47,11 +54,25 @@ def _pids_in_netns(inode: int) -> list[int]:
     return [pid for pid in pids if pid != own and netns_inode(pid) == inode]
 
 
+def _has_host_interface(pid: int, host: str) -> bool:
+    """Does the namespace of `pid` hold one of `host`'s interfaces (`<host>-eth<n>`)?"""
+    try:
+        lines = Path(f"/proc/{pid}/net/dev").read_text().splitlines()[2:]
+    except OSError:
+        return False
+    return any(line.split(":", 1)[0].strip().startswith(f"{host}-eth") for line in lines)
+
+
 def _stop_host(rec: ProcessRecord, timeout: float, report: CleanReport) -> None:
-    """Stop every process in the namespace of a host shell that is still the one we recorded."""
+    """Stop every process left in a host's namespace, then its shell.
+
+    The namespace is ours while the recorded shell lives; once the shell has gone (it exits when
+    the run's owner dies), a process is taken as inside it only if its namespace has the same
+    inode *and* still holds the host's interfaces, so a recycled inode is never mistaken for it.
+    """
     if rec.netns is not None:
         for pid in _pids_in_netns(rec.netns):
-            if pid != rec.pid and rec.alive():
+            if pid != rec.pid and (rec.alive() or _has_host_interface(pid, rec.name)):
                 report.stopped.append(f"pid {pid} in host {rec.name} "
                                       f"({stop_pid(pid, timeout)})")
     if rec.alive():
@@ -84,18 +105,25 @@ def remove_interfaces(names: set[str]) -> list[str]:
     return removed
 
 
+def _live_interfaces(directory: Path | None) -> set[str]:
+    """Interfaces of runs still alive, in `directory` and in the default run directories."""
+    dirs = {d.resolve() for d in (directory or run_dir(), run_dir(), DEFAULT_RUN_DIR)}
+    return {name for d in dirs for state in load_all(d) if state.owner.alive()
+            for name in state.interfaces}
+
+
 def clean(directory: Path | None = None, *, force: bool = False, plans: bool = True,
           timeout: float = 5.0) -> CleanReport:
     """Clean every recorded run in `directory` (default: the run directory)."""
     report = CleanReport()
     names: set[str] = plan_interfaces() if plans else set()
-    in_use: set[str] = set()
+    in_use = _live_interfaces(directory)
     for state in load_all(directory):
         if state.owner.alive() and not force:
             report.skipped.append(f"{state.fabric} run of pid {state.owner.pid}: still running "
                                   f"(use --force to clean it anyway)")
-            in_use |= set(state.interfaces)
             continue
+        in_use -= set(state.interfaces)
         names |= _clean_run(state, timeout, report)
         state.remove()
         report.runs.append(str(state.path))

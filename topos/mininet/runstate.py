@@ -20,13 +20,25 @@ def run_dir() -> Path:
     return Path(os.environ.get("FABRIC_LAB_RUN_DIR", str(DEFAULT_RUN_DIR)))
 
 
-def start_ticks(pid: int) -> int | None:
-    """Kernel start time of `pid` (clock ticks since boot), None if it does not exist."""
+def _stat(pid: int) -> list[str] | None:
+    """Fields of /proc/PID/stat after the command name (state first), None if there is none."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
+    return stat.rsplit(")", 1)[1].split()
+
+
+def start_ticks(pid: int) -> int | None:
+    """Kernel start time of `pid` (clock ticks since boot), None if it does not exist."""
+    fields = _stat(pid)
+    return int(fields[19]) if fields else None
+
+
+def running(pid: int, ticks: int) -> bool:
+    """Is `pid` the process that started at `ticks`, and not a zombie waiting to be reaped?"""
+    fields = _stat(pid)
+    return bool(fields) and fields[0] not in ("Z", "X") and int(fields[19]) == ticks
 
 
 def netns_inode(pid: int) -> int | None:
@@ -56,7 +68,7 @@ class ProcessRecord:
 
     def alive(self) -> bool:
         """True while the very process we recorded runs (not a recycled pid)."""
-        return start_ticks(self.pid) == self.ticks
+        return running(self.pid, self.ticks)
 
 
 @dataclass
