@@ -1,0 +1,1 @@
+"""Collective communication patterns: schedules, rank placement, and a runner over real hosts."""
