@@ -56,8 +56,11 @@ def build_pipeline(program: str | Path, target: str, *,
 
 
 def _p4switch(path: Path, include_dirs: list[str | Path]) -> Pipeline:
-    from p4switch.compiler import P4CompileError, compile_program
-    from p4switch.p4info import build_p4info
+    try:
+        from p4switch.compiler import P4CompileError, compile_program
+        from p4switch.p4info import build_p4info
+    except ImportError as err:
+        raise PipelineError(f"the p4switch compiler is not available ({err})") from None
 
     try:
         compiled = compile_program(path, include_dirs=include_dirs)
