@@ -13,8 +13,9 @@ runs (as SIGINT is into KeyboardInterrupt), so `with` blocks and try/finally cle
 from __future__ import annotations
 
 import contextlib
-import logging
+import functools
 import signal
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -29,7 +30,10 @@ from topos.mininet.shaping import netem_available, run_tc_batch, tc_batch
 from topos.mininet.targets import Target
 from topos.model import FabricSpec
 
-log = logging.getLogger(__name__)
+
+@functools.cache
+def _warn_once(message: str) -> None:
+    print(f"fabric-lab: warning: {message}", file=sys.stderr)
 
 
 def _raise_exit(signum: int, _frame: Any) -> None:
@@ -141,7 +145,7 @@ class FabricNetwork:
         if not netem and any(ln.delay_ms for ln in self.spec.links):
             self.warnings.append("link delays are not emulated: this kernel has no sch_netem "
                                  "(rates and queue depths are)")
-            log.warning(self.warnings[-1])
+            _warn_once(self.warnings[-1])
         batches: dict[str, list[str]] = {}
         for ln in self.spec.links:
             for end in (ln.a, ln.b):
