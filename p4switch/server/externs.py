@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -179,6 +181,12 @@ class MeterCodec:
         return out
 
 
+def _check_update(kind: int) -> None:
+    if kind not in (Update.INSERT, Update.MODIFY, Update.DELETE):
+        raise invalid("Update type is not set" if kind == Update.UNSPECIFIED
+                      else "Invalid update type")
+
+
 def _replicas(replicas, what: str) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     for r in replicas:
@@ -210,40 +218,35 @@ class PreCodec:
 
     def _write_group(self, kind: int, g: p4runtime_pb2.MulticastGroupEntry) -> None:
         gid = g.multicast_group_id
-        if gid == 0:
-            raise invalid("Multicast group id 0 is not valid")
-        self._check_kind(kind, gid in self.groups, "Multicast group")
+        _check_update(kind)
         if kind == Update.DELETE:
             self.pre.delete_multicast_group(gid)
-            del self.groups[gid]
+            self.groups.pop(gid, None)
             return
-        self.pre.set_multicast_group(gid, _replicas(g.replicas, "multicast group"))
+        replicas = _replicas(g.replicas, "multicast group")
+        if kind == Update.INSERT:
+            self.pre.insert_multicast_group(gid, replicas)
+        else:
+            self.pre.modify_multicast_group(gid, replicas)
         self.groups[gid] = type(g)()
         self.groups[gid].CopyFrom(g)
 
     def _write_session(self, kind: int, s: p4runtime_pb2.CloneSessionEntry) -> None:
         sid = s.session_id
-        if sid == 0:
-            raise invalid("Clone session id 0 is not valid")
-        self._check_kind(kind, sid in self.sessions, "Clone session")
+        _check_update(kind)
         if kind == Update.DELETE:
             self.pre.delete_clone_session(sid)
-            del self.sessions[sid]
+            self.sessions.pop(sid, None)
             return
-        self.pre.set_clone_session(sid, _replicas(s.replicas, "clone session"),
-                                   s.class_of_service, s.packet_length_bytes)
+        replicas = _replicas(s.replicas, "clone session")
+        if kind == Update.INSERT:
+            self.pre.insert_clone_session(sid, replicas, s.class_of_service,
+                                          s.packet_length_bytes)
+        else:
+            self.pre.modify_clone_session(sid, replicas, s.class_of_service,
+                                          s.packet_length_bytes)
         self.sessions[sid] = type(s)()
         self.sessions[sid].CopyFrom(s)
-
-    @staticmethod
-    def _check_kind(kind: int, exists: bool, what: str) -> None:
-        if kind == Update.INSERT and exists:
-            raise already_exists(f"{what} already exists")
-        if kind in (Update.MODIFY, Update.DELETE) and not exists:
-            raise not_found(f"{what} does not exist")
-        if kind not in (Update.INSERT, Update.MODIFY, Update.DELETE):
-            raise invalid("Update type is not set" if kind == Update.UNSPECIFIED
-                          else "Invalid update type")
 
     def read(self, msg: p4runtime_pb2.PacketReplicationEngineEntry) -> list[Entity]:
         which = msg.WhichOneof("type")
@@ -272,7 +275,12 @@ class PreCodec:
 
 
 class DigestCodec:
-    """DigestEntry configuration; digest lists go to the primary controller's stream."""
+    """DigestEntry configuration, and digest lists for the primary controller's stream.
+
+    Samples are batched per digest as the DigestEntry says: a list goes out when it holds
+    `max_list_size` samples (0 = no limit) or `max_timeout_ns` after its first sample
+    (0 = at once). Lists are not retransmitted, so acks (and ack_timeout_ns) change nothing.
+    """
 
     def __init__(self, index: P4InfoIndex, state: Any):
         self.index = index
@@ -280,37 +288,57 @@ class DigestCodec:
         self.configs: dict[int, p4runtime_pb2.DigestEntry.Config] = {}
         self._list_id = 0
         self._sink: Callable[[p4runtime_pb2.StreamMessageResponse], Any] | None = None
+        self._lock = threading.Lock()
+        self._pending: dict[str, list[tuple[int, ...]]] = {}
 
     def attach(self, sink: Callable[[p4runtime_pb2.StreamMessageResponse], Any]) -> None:
         self._sink = sink
-        self.digests.sink = self._deliver
+        self.digests.sink = self._on_sample
 
-    def _deliver(self, name: str, samples: list[tuple[int, ...]]) -> None:
-        if self._sink is None:
+    def _on_sample(self, name: str, values: tuple[int, ...]) -> None:
+        settings = self.digests.settings(name)
+        if settings is None:
             return
-        info = self.index.find("digests", name)
-        if info is None:
-            return
-        self._list_id += 1
-        msg = p4runtime_pb2.StreamMessageResponse()
-        dl = msg.digest
-        dl.digest_id = info.preamble.id
-        dl.list_id = self._list_id
-        import time
+        with self._lock:
+            batch = self._pending.setdefault(name, [])
+            batch.append(values)
+            full = 0 < settings.max_list_size <= len(batch)
+            if not full and settings.max_timeout_ns > 0:
+                if len(batch) == 1:
+                    timer = threading.Timer(settings.max_timeout_ns / 1e9, self._flush, (name,))
+                    timer.daemon = True
+                    timer.start()
+                return
+        self._flush(name)
 
-        dl.timestamp = time.time_ns()
-        for values in samples:
-            data = dl.data.add()
-            for v in values:
-                data.struct.members.add().bitstring = to_bytes(v)
+    def _flush(self, name: str) -> None:
+        with self._lock:
+            samples = self._pending.pop(name, [])
+            if not samples or self._sink is None:
+                return
+            info = self.index.find("digests", name)
+            if info is None:
+                return
+            self._list_id += 1
+            msg = p4runtime_pb2.StreamMessageResponse()
+            dl = msg.digest
+            dl.digest_id, dl.list_id, dl.timestamp = info.preamble.id, self._list_id, time.time_ns()
+            for values in samples:
+                members = dl.data.add().struct.members
+                for v in values:
+                    members.add().bitstring = to_bytes(v)
         self._sink(msg)
 
     def write(self, kind: int, msg: p4runtime_pb2.DigestEntry) -> None:
         if self.index.kind(msg.digest_id) != "digests":
             raise invalid_id("digest", msg.digest_id)
+        _check_update(kind)
         name = self.index.name(msg.digest_id)
         exists = msg.digest_id in self.configs
-        PreCodec._check_kind(kind, exists, "Digest config")
+        if kind == Update.INSERT and exists:
+            raise already_exists(f"digest {name} is already configured")
+        if kind != Update.INSERT and not exists:
+            raise not_found(f"digest {name} is not configured")
         if kind == Update.DELETE:
             self.digests.unconfigure(name)
             del self.configs[msg.digest_id]
@@ -322,9 +350,9 @@ class DigestCodec:
         self.configs[msg.digest_id] = cfg
 
     def read(self, msg: p4runtime_pb2.DigestEntry) -> list[Entity]:
-        ids = [msg.digest_id] if msg.digest_id else list(self.configs)
         if msg.digest_id and self.index.kind(msg.digest_id) != "digests":
             raise invalid_id("digest", msg.digest_id)
+        ids = [msg.digest_id] if msg.digest_id else list(self.configs)
         out = []
         for did in ids:
             if did in self.configs:

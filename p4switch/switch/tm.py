@@ -34,7 +34,7 @@ class EgressQueue:
     capacity: int
     rate_pps: float
     items: deque = field(default_factory=deque)  # (send_at, enq_time, enq_qdepth, item)
-    last_send_at: float = 0.0
+    last_send_at: float = float("-inf")
     paused_until: float = 0.0
     stats: QueueStats = field(default_factory=QueueStats)
 
