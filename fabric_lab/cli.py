@@ -14,6 +14,7 @@ SUBCOMMANDS: list[str] = [
     "report",
     "controller",
     "up",
+    "traffic",
 ]
 
 

@@ -88,3 +88,48 @@ class MininetHost:
         kwargs.setdefault("env", _env())
         kwargs.setdefault("cwd", str(PROJECT_ROOT))
         return self.node.popen(argv, **kwargs)
+
+
+class HostSpecError(ValueError):
+    pass
+
+
+def _first_ipv4(argv_prefix: list[str], iface: str | None) -> tuple[str, str]:
+    """(interface, IPv4) inside a namespace: `iface`'s address, or the first non-loopback one."""
+    import json
+
+    proc = subprocess.run([*argv_prefix, "ip", "-j", "-4", "addr", "show"],
+                          capture_output=True, text=True)
+    if proc.returncode:
+        raise HostSpecError(proc.stderr.strip() or "cannot list addresses")
+    for link in json.loads(proc.stdout or "[]"):
+        name = link.get("ifname")
+        if name == "lo" or (iface and name != iface):
+            continue
+        for addr in link.get("addr_info", []):
+            if addr.get("family") == "inet":
+                return name, addr["local"]
+    raise HostSpecError(f"no IPv4 address on {iface or 'any interface'}")
+
+
+def host_from_spec(spec: str) -> Host:
+    """NAME=netns:NSNAME[:IFACE] or NAME=pid:PID[:IFACE] (address looked up inside)."""
+    name, sep, where = spec.partition("=")
+    kind, _, rest = where.partition(":")
+    target, _, iface = rest.partition(":")
+    if not sep or not name or kind not in ("netns", "pid") or not target:
+        raise HostSpecError(f"bad host {spec!r}: use NAME=netns:NS[:IFACE] or NAME=pid:PID[:IFACE]")
+    try:
+        if kind == "netns":
+            if not Path("/run/netns", target).exists():
+                raise HostSpecError(f"unknown host {name!r}: no network namespace {target!r}")
+            found_if, ip = _first_ipv4(["ip", "netns", "exec", target], iface or None)
+            return NetnsHost(name, target, ip, found_if)
+        if not target.isdigit() or not Path("/proc", target, "ns", "net").exists():
+            raise HostSpecError(f"unknown host {name!r}: no process {target!r}")
+        found_if, ip = _first_ipv4(["nsenter", f"--net=/proc/{target}/ns/net"], iface or None)
+        return PidHost(name, int(target), ip, found_if)
+    except HostSpecError as e:
+        if str(e).startswith(("unknown host", "bad host")):
+            raise
+        raise HostSpecError(f"host {name!r}: {e}") from None

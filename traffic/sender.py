@@ -94,6 +94,7 @@ class SenderConfig:
     src_mac: str | None = None
     progress_s: float = 0.0  # > 0: call on_progress every so often
     ack_wait_s: float = 0.2  # at the end, wait this long at most for outstanding ACKs
+    start_at: float | None = None  # epoch seconds: hold the first packet until then
 
     def problems(self) -> list[str]:
         out = [p for qp in self.qps for p in qp.problems()]
@@ -196,6 +197,9 @@ class Sender:
 
     def run(self) -> SendResult:
         cfg = self.cfg
+        if cfg.start_at is not None:  # a coordinated start (collective steps)
+            while not self._stop and time.time() < cfg.start_at:
+                self._poll_control(min(0.05, cfg.start_at - time.time()), time.perf_counter())
         t0 = time.perf_counter()
         wall0 = time.time()
         wall_off = wall0 - t0  # perf_counter -> epoch seconds

@@ -3,9 +3,10 @@
 Every host gets two workers (`traffic.worker`): one receives, one sends, and both live for the
 whole collective. For each step the runner arms the receivers of that step's destinations with
 the flows they must get, starts the senders (one RDMA WRITE message per flow, the host's rate
-shared equally among its flows of the step) and waits for every receiver to have delivered all
-its bytes in order. A step's time runs from the earliest first send to the latest last arrival
-(process control is not counted); the total is the sum of the steps.
+shared equally among its flows of the step, all starting at one agreed moment) and waits for
+every receiver to have delivered all its bytes in order. A step's time runs from the earliest
+first send to the latest last arrival (process control is not counted); the total is the sum
+of the steps.
 """
 
 from __future__ import annotations
@@ -63,6 +64,9 @@ class CollectiveResult:
             "algbw_bps": self.algbw_bps, "busbw_bps": self.busbw_bps(busbw_factor),
             "steps": [asdict(s) for s in self.steps],
         }
+
+
+START_MARGIN_S = 0.02  # per sending host: time to deliver a request and build templates
 
 
 def flow_qpn(src: int, dst: int, ranks: int) -> int:
@@ -139,10 +143,12 @@ class CollectiveRunner:
                 "iface": ifaces[name], "expect": expect, "duration_s": self.step_timeout_s,
                 "idle_timeout_s": 2.0, **self.receiver_extra,
             })
+        # Senders start together: each is told when, a little after all requests are out.
+        start_at = time.time() + START_MARGIN_S * (1 + len(by_src))
         for name, qps in by_src.items():
             for qp in qps:
                 qp["rate_bps"] = self.rate_bps / len(qps)  # the NIC's rate, shared
-            self._tx[name].start_send({"iface": ifaces[name], "qps": qps,
+            self._tx[name].start_send({"iface": ifaces[name], "qps": qps, "start_at": start_at,
                                        "mtu_payload": self.mtu_payload, **self.sender_extra})
         deadline = time.monotonic() + self.step_timeout_s + 30
         sent = [self._tx[n].result(max(1.0, deadline - time.monotonic())) for n in by_src]
