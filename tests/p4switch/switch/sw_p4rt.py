@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import queue
 import subprocess
 import sys
@@ -9,6 +10,7 @@ import threading
 from pathlib import Path
 
 import grpc
+import pytest
 from google.protobuf import text_format
 from google.rpc import status_pb2
 from p4.config.v1 import p4info_pb2
@@ -20,6 +22,8 @@ PROGRAMS = Path(__file__).resolve().parent / "programs"
 
 def compile_program(p4file: Path, outdir: Path) -> tuple[Path, Path]:
     """(p4info path, device config path) written by p4switch-compile."""
+    if importlib.util.find_spec("p4switch.compiler") is None:
+        pytest.skip("the p4switch compiler (p4switch.compiler) is not available")
     res = subprocess.run([sys.executable, "-m", "p4switch.cli.compile", str(p4file), "-o",
                           str(outdir)], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
