@@ -99,6 +99,28 @@ def layout(spec: FabricSpec) -> tuple[dict[str, tuple[float, float]], dict[int, 
     return pos, labels
 
 
+_GROUP_NAMES = {"hpn7": "segment", "aipod": "group", "fattree": "pod"}
+
+
+def _draw_groups(ax: plt.Axes, spec: FabricSpec, pos: dict[str, tuple[float, float]]) -> None:
+    """A shaded band behind the tier-1 switches of each segment / group / pod."""
+    word = _GROUP_NAMES.get(spec.kind)
+    if word is None:
+        return
+    members: dict[int, list[tuple[float, float]]] = {}
+    for sw in spec.switches:
+        if sw.tier == 1 and sw.group is not None:
+            members.setdefault(sw.group, []).append(pos[sw.name])
+    for group, points in sorted(members.items()):
+        xs = [x for x, _ in points]
+        y = points[0][1]
+        ax.add_patch(FancyBboxPatch((min(xs) - 0.45, y - 0.22), max(xs) - min(xs) + 0.9, 0.44,
+                                    boxstyle="round,pad=0.02", fc="#fff3c4", ec="#c9a227",
+                                    lw=0.8, zorder=0.5))
+        ax.text((min(xs) + max(xs)) / 2, y - 0.28, f"{word} {group}", ha="center", va="top",
+                fontsize=7, color="#8a6d00", zorder=3)
+
+
 def draw(spec: FabricSpec, path: str | Path) -> Path:
     """Draw `spec` to a PNG at `path`; returns the path."""
     pos, row_labels = layout(spec)
@@ -137,6 +159,7 @@ def draw(spec: FabricSpec, path: str | Path) -> Path:
                     bbox={"boxstyle": "square,pad=0.25", "fc": fc, "ec": "black", "lw": 0.5,
                           "alpha": 0.85})
 
+    _draw_groups(ax, spec, pos)
     for y, text in row_labels.items():
         ax.text(-0.9, y, text, ha="right", va="center", fontsize=8, fontweight="bold")
     keys = sorted({_colour_key(sw) for sw in spec.switches}, key=str)
