@@ -41,4 +41,5 @@ class P4RuntimeServer:
         self._server.start()
 
     def stop(self, grace: float = 0.2) -> None:
+        self.service.close_streams()
         self._server.stop(grace).wait(grace + 0.5)

@@ -51,6 +51,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.pipeline: Pipeline | None = None
         self.saved: Pipeline | None = None
         self._config_lock = threading.Lock()
+        self._streams: set[Connection] = set()
+        self._streams_lock = threading.Lock()
         dataplane.packet_in = self._on_packet_in
 
     # -- helpers ---------------------------------------------------------------------------
@@ -214,8 +216,16 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         log.info("pipeline %s installed", pipeline.program.name)
 
     # -- stream ----------------------------------------------------------------------------
+    def close_streams(self) -> None:
+        """End every StreamChannel (shutdown)."""
+        with self._streams_lock:
+            for conn in self._streams:
+                conn.send(None)
+
     def StreamChannel(self, request_iterator, context):
         conn = Connection()
+        with self._streams_lock:
+            self._streams.add(conn)
         reader = threading.Thread(target=self._read_stream, args=(request_iterator, conn),
                                   name="p4rt-stream", daemon=True)
         reader.start()
@@ -230,6 +240,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 yield msg
         finally:
             self.arbitrator.remove(conn)
+            with self._streams_lock:
+                self._streams.discard(conn)
 
     def _read_stream(self, requests, conn: Connection) -> None:
         """Handle a stream's requests (its own thread); the stream ends with the requests."""

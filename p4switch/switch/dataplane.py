@@ -93,7 +93,12 @@ class Dataplane:
         number, recv, ingress = port.number, port.recv_batch, self._ingress
 
         def receive() -> None:
-            for frame in recv():
+            try:
+                frames = recv()
+            except OSError as exc:  # e.g. the interface was set down or deleted
+                log.debug("port %d: receive error %s", number, exc)
+                return
+            for frame in frames:
                 ingress(number, frame)
 
         return receive

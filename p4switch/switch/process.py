@@ -57,6 +57,7 @@ class Switch:
         self.cli_server: RuntimeCommandServer | None = None
         self.grpc = None
         self.dataplane: Dataplane | None = None
+        self._stop_requested = False
 
     def port_up(self, port: int) -> bool:
         if port == self.opts.cpu_port:
@@ -114,11 +115,14 @@ class Switch:
     def run(self) -> None:
         assert self.dataplane is not None
         try:
-            self.dataplane.run()
+            if not self._stop_requested:  # a signal may have come during start()
+                self.dataplane.run()
         finally:
             self.close()
 
     def stop(self) -> None:
+        """Ask `run` to return (safe from a signal handler)."""
+        self._stop_requested = True
         if self.dataplane is not None:
             self.dataplane.stop()
 

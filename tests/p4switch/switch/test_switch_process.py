@@ -8,7 +8,9 @@ import time
 
 import grpc
 import pytest
+from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+from sw_p4rt import Client
 from sw_proc import REPO, SwitchProcess, free_port
 
 pytestmark = pytest.mark.root
@@ -45,6 +47,20 @@ def test_no_p4_switch_serves_and_stops_cleanly(net):
         start = time.monotonic()
         assert sw.stop() == 0
         assert time.monotonic() - start < 1.0
+
+
+def test_sigterm_with_controllers_connected_stops_within_a_second():
+    sw = SwitchProcess(["--no-p4"])
+    clients = [Client(sw.addr, election=e) for e in (1, 2)]
+    assert clients[1].next("arbitration").status.code == code_pb2.OK
+    start = time.monotonic()
+    assert sw.stop() == 0
+    assert time.monotonic() - start < 1.0
+    for c in clients:
+        with pytest.raises(EOFError):  # their streams were ended by the switch
+            while True:
+                c.next("arbitration", timeout=2)
+        c.close()
 
 
 def test_sigint_also_stops_within_a_second():
