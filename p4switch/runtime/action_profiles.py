@@ -46,6 +46,7 @@ class Group:
     max_size: int = 0
     members: dict[int, tuple[int, int | None]] = field(default_factory=dict)  # id -> (w, watch)
     slots: list[tuple[int, int | None]] = field(default_factory=list)  # (handle, watch), sorted
+    handle: int = -1  # BMv2 group handle
     handles: list[int] = field(default_factory=list)  # all handles, sorted
     watched: bool = False
     refs: int = 0
@@ -76,6 +77,7 @@ class ActionProfile:
         self._groups: dict[int, Group] = {}
         self._action_of: dict[int, ActionCall] = {}  # BMv2 member handle -> action
         self._handles = HandleAllocator()
+        self._group_handles = HandleAllocator()
         self._mode: str | None = None  # "manual" or "oneshot" once used
         self._next_hidden = -1
 
@@ -154,6 +156,7 @@ class ActionProfile:
             raise already_exists(f"action profile {self.name}: duplicate group id {group_id}")
         group = Group(group_id, max_size)
         self._update_members(group, members)
+        group.handle = self._group_handles.get()
         self._groups[group_id] = group
 
     def modify_group(self, group_id: int, members: Sequence[GroupMember] = (),
@@ -176,6 +179,7 @@ class ActionProfile:
             member = self._members[member_id]
             member.weight_counts[weight] -= 1
             self._purge(member)
+        self._group_handles.release(group.handle)
         del self._groups[group_id]
 
     def group(self, group_id: int) -> Group:
@@ -183,6 +187,31 @@ class ActionProfile:
         if group is None:
             raise not_found(f"action profile {self.name}: group id {group_id} does not exist")
         return group
+
+    def member_by_handle(self, handle: int) -> Member:
+        """The member owning a BMv2 member handle (the runtime CLI works with handles)."""
+        for member in self._members.values():
+            if handle in member.handles:
+                return member
+        raise not_found(f"action profile {self.name}: invalid member handle {handle}")
+
+    def group_by_handle(self, handle: int) -> Group:
+        for group in self._groups.values():
+            if group.handle == handle and group.group_id >= 0:
+                return group
+        raise not_found(f"action profile {self.name}: invalid group handle {handle}")
+
+    def action_of_handle(self, handle: int) -> ActionCall:
+        return self._action_of[handle]
+
+    def group_handle(self, group_id: int) -> int:
+        """The BMv2 group handle of a group (hidden one-shot groups included)."""
+        return self._groups[group_id].handle
+
+    @property
+    def action_names(self) -> list[str]:
+        """Actions a member may run: those of the tables using the profile."""
+        return sorted(self._allowed)
 
     def groups(self) -> dict[int, Group]:
         """The groups written by the controller (one-shot hidden groups excluded)."""
@@ -241,7 +270,7 @@ class ActionProfile:
                 slots.append((self._new_handle(call), item.watch_port))
         group_id = self._next_hidden
         self._next_hidden -= 1
-        group = Group(group_id)
+        group = Group(group_id, handle=self._group_handles.get())
         group.set_slots(slots)
         self._groups[group_id] = group
         return OneShot(oneshot.actions, group_id=group_id)
@@ -250,6 +279,7 @@ class ActionProfile:
         group = self._groups.pop(oneshot.group_id)
         for handle in group.handles:
             self._free_handle(handle)
+        self._group_handles.release(group.handle)
 
     # ---- internals ---------------------------------------------------------------------------
 

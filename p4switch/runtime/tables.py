@@ -47,6 +47,11 @@ class Table:
         self._by_handle: dict[int, Entry] = {}
         self.default_entry = Entry(keys=(), action=self.initial_default())
 
+    @property
+    def action_names(self) -> list[str]:
+        """The table's actions, in declaration order."""
+        return list(self._scopes)
+
     # ---- the hot path ------------------------------------------------------------------------
 
     def lookup(self, key: tuple[int, ...]) -> Entry | None:

@@ -1,0 +1,369 @@
+"""A simple_switch_CLI command interpreter over the runtime state.
+
+`RuntimeCli(state, tm_hooks).execute(line)` runs one command with BMv2's syntax
+(`tools/runtime_CLI.py`, `targets/simple_switch/sswitch_CLI.py`) and returns what BMv2's CLI
+prints. Bad input never raises: the result is the error message. Names are P4Info names or any
+unique dot-suffix of them (`ipv4_lpm` for `MyIngress.ipv4_lpm`).
+
+Queue commands (`set_queue_depth`, `set_queue_rate`) and `get_time_elapsed` go to `tm_hooks`,
+an object the switch provides with `set_queue_depth(depth, port=None, prio=None)`,
+`set_queue_rate(rate_pps, port=None, prio=None)` and `time_elapsed_us()`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from p4switch.runtime.cli_parsing import CliError, parse_int, port_map_str
+from p4switch.runtime.cli_tables import TableCommands
+from p4switch.runtime.errors import RuntimeApiError
+from p4switch.runtime.meters import MeterCell
+from p4switch.runtime.state import RuntimeState
+
+MC_CODES = {"NOT_FOUND": "INVALID_L1_HANDLE", "INVALID_ARGUMENT": "ERROR"}
+
+
+class RuntimeCli(TableCommands):
+    def __init__(self, state: RuntimeState, tm_hooks: Any = None) -> None:
+        self.state = state
+        self.tm_hooks = tm_hooks
+        self.out: list[str] = []
+
+    # ---- driver ------------------------------------------------------------------------------
+
+    def commands(self) -> list[str]:
+        return sorted(n[3:] for n in dir(self) if n.startswith("do_"))
+
+    def execute(self, line: str) -> str:
+        """Run one command line; returns its output (errors included), without a final
+        newline."""
+        self.out = []
+        words = line.split()
+        if not words or words[0].startswith("#"):
+            return ""
+        handler = getattr(self, "do_" + words[0], None)
+        if handler is None:
+            return f"*** Unknown syntax: {line.strip()}"
+        try:
+            handler(words[1:])
+        except CliError as e:
+            self.out.append(str(e))
+        except RuntimeApiError as e:
+            self.out.append(f"Error: {e}")
+        except Exception as e:  # a defect, but the interpreter must keep serving
+            self.out.append(f"Error: internal error in {words[0]}: {type(e).__name__}: {e}")
+        return "\n".join(self.out)
+
+    def p(self, *parts: object) -> None:
+        self.out.append(" ".join(str(x) for x in parts))
+
+    @staticmethod
+    def at_least(args: list[str], n: int) -> None:
+        if len(args) < n:
+            raise CliError("Error: Insufficient number of args")
+
+    @staticmethod
+    def exactly(args: list[str], n: int) -> None:
+        if len(args) != n:
+            raise CliError(f"Error: Wrong number of args, expected {n} but got {len(args)}")
+
+    def resolve(self, kind: str, name: str):
+        getter = {"table": self.state.table, "action profile": self.state.action_profile,
+                  "counter": self.state.counter, "meter": self.state.meter,
+                  "register": self.state.register}[kind]
+        try:
+            return getter(name)
+        except KeyError:
+            raise CliError(f"Error: Invalid {kind} name ({name})") from None
+
+    def resolve_action(self, name: str):
+        actions = {a.name: a for a in self.state.model.actions}
+        if name in actions:
+            return actions[name]
+        matches = [a for n, a in actions.items() if n.endswith("." + name)]
+        return matches[0] if len(matches) == 1 else None
+
+    # ---- multicast ---------------------------------------------------------------------------
+
+    def _mc(self, op) -> Any:
+        try:
+            return op()
+        except RuntimeApiError as e:
+            code = "INVALID_MGRP_HANDLE" if "group" in e.message else MC_CODES.get(e.code, "ERROR")
+            raise CliError(f"Invalid PRE operation ({code})") from None
+
+    def _ports(self, args: list[str]) -> tuple[str, list[int]]:
+        ports = args
+        if "|" in args:
+            i = args.index("|")
+            ports, lags = args[:i], args[i + 1:]
+            if lags:
+                raise CliError("Error: unsupported: LAG membership in multicast nodes")
+        return port_map_str(ports)
+
+    def do_mc_mgrp_create(self, args: list[str]) -> None:
+        self.exactly(args, 1)
+        mgrp = parse_int(args[0], "multicast group id")
+        self.p("Creating multicast group", mgrp)
+        self._mc(lambda: self.state.pre.mc_mgrp_create(mgrp))
+
+    def do_mc_mgrp_destroy(self, args: list[str]) -> None:
+        self.exactly(args, 1)
+        mgrp = parse_int(args[0], "multicast group id")
+        self.p("Destroying multicast group", mgrp)
+        self._mc(lambda: self.state.pre.mc_mgrp_destroy(mgrp))
+
+    def do_mc_node_create(self, args: list[str]) -> None:
+        self.at_least(args, 1)
+        rid = parse_int(args[0], "rid")
+        port_map, ports = self._ports(args[1:])
+        self.p("Creating node with rid", rid, ", port map", port_map, "and lag map", "")
+        handle = self._mc(lambda: self.state.pre.mc_node_create(rid, ports))
+        self.p("node was created with handle", handle)
+
+    def do_mc_node_update(self, args: list[str]) -> None:
+        self.at_least(args, 2)
+        handle = parse_int(args[0], "node handle")
+        port_map, ports = self._ports(args[1:])
+        self.p("Updating node", handle, "with port map", port_map, "and lag map", "")
+        self._mc(lambda: self.state.pre.mc_node_update(handle, ports))
+
+    def do_mc_node_associate(self, args: list[str]) -> None:
+        self.exactly(args, 2)
+        mgrp = parse_int(args[0], "multicast group id")
+        handle = parse_int(args[1], "node handle")
+        self.p("Associating node", handle, "to multicast group", mgrp)
+        self._mc(lambda: self.state.pre.mc_node_associate(mgrp, handle))
+
+    def do_mc_node_dissociate(self, args: list[str]) -> None:
+        self.exactly(args, 2)
+        mgrp = parse_int(args[0], "multicast group id")
+        handle = parse_int(args[1], "node handle")
+        self.p("Dissociating node", handle, "from multicast group", mgrp)
+        self._mc(lambda: self.state.pre.mc_node_dissociate(mgrp, handle))
+
+    def do_mc_node_destroy(self, args: list[str]) -> None:
+        self.exactly(args, 1)
+        handle = parse_int(args[0], "node handle")
+        self.p("Destroying node", handle)
+        self._mc(lambda: self.state.pre.mc_node_destroy(handle))
+
+    def do_mc_dump(self, args: list[str]) -> None:
+        pre = self.state.pre
+        nodes = pre.nodes()
+        self.p("==========")
+        self.p("MC ENTRIES")
+        for mgid, handles in pre.mgrps().items():
+            self.p("**********")
+            self.p(f"mgrp({mgid})")
+            for h in handles:
+                ports = ", ".join(str(p) for p in sorted(nodes[h].ports))
+                self.p(f"  -> (L1h={h}, rid={nodes[h].rid}) -> (ports=[{ports}], lags=[])")
+        self.p("==========")
+        self.p("LAGS")
+        self.p("==========")
+
+    # ---- mirroring ---------------------------------------------------------------------------
+
+    def do_mirroring_add(self, args: list[str]) -> None:
+        self.exactly(args, 2)
+        self.state.pre.mirroring_add(parse_int(args[0], "mirror_id"),
+                                     parse_int(args[1], "egress_port"))
+
+    def do_mirroring_add_mc(self, args: list[str]) -> None:
+        self.exactly(args, 2)
+        self.state.pre.mirroring_add_mc(parse_int(args[0], "mirror_id"),
+                                        parse_int(args[1], "mgrp"))
+
+    def do_mirroring_delete(self, args: list[str]) -> None:
+        self.exactly(args, 1)
+        try:
+            self.state.pre.mirroring_delete(parse_int(args[0], "mirror_id"))
+        except RuntimeApiError:
+            raise CliError("Invalid mirroring operation (SESSION_NOT_FOUND)") from None
+
+    def do_mirroring_get(self, args: list[str]) -> None:
+        self.exactly(args, 1)
+        session = self.state.pre.clone_session(parse_int(args[0], "mirror_id"))
+        if session is None:
+            raise CliError("Invalid mirroring operation (SESSION_NOT_FOUND)")
+        self.p(f"MirroringSessionConfig(port={session.egress_port}, mgid={session.mc_group})")
+
+    # ---- counters, registers, meters ---------------------------------------------------------
+
+    def _direct_counter_table(self, name: str):
+        for c in self.state.model.counters:
+            if c.direct_table and (c.name == name or c.name.endswith("." + name)):
+                return self.state.tables[c.direct_table]
+        return None
+
+    def _index(self, text: str) -> int:
+        try:
+            return int(text)
+        except ValueError:
+            raise CliError("Error: Bad format for index") from None
+
+    def do_counter_read(self, args: list[str]) -> None:
+        self.exactly(args, 2)
+        name, index = args[0], self._index(args[1])
+        table = self._direct_counter_table(name)
+        if table is not None:
+            self.p("this is the direct counter for table", table.name)
+            try:
+                packets, nbytes = table.by_handle(index).direct_counter
+            except RuntimeApiError:
+                raise CliError("Invalid table operation (INVALID_HANDLE)") from None
+        else:
+            try:
+                packets, nbytes = self.resolve("counter", name).read(index)
+            except RuntimeApiError:
+                raise CliError("Invalid counter operation (INVALID_INDEX)") from None
+        self.p(f"{name}[{index}]= ({nbytes} bytes, {packets} packets)")
+
+    def do_counter_write(self, args: list[str]) -> None:
+        self.exactly(args, 4)
+        name, index = args[0], self._index(args[1])
+        packets, nbytes = parse_int(args[2], "packets"), parse_int(args[3], "bytes")
+        table = self._direct_counter_table(name)
+        if table is not None:
+            self.p("writing to direct counter for table", table.name)
+            try:
+                table.by_handle(index).direct_counter[:] = [packets, nbytes]
+            except RuntimeApiError:
+                raise CliError("Invalid table operation (INVALID_HANDLE)") from None
+        else:
+            try:
+                self.resolve("counter", name).write(index, packets, nbytes)
+            except RuntimeApiError:
+                raise CliError("Invalid counter operation (INVALID_INDEX)") from None
+        self.p(f"{name}[{index}] has been updated")
+
+    def do_counter_reset(self, args: list[str]) -> None:
+        self.exactly(args, 1)
+        table = self._direct_counter_table(args[0])
+        if table is not None:
+            self.p("this is the direct counter for table", table.name)
+            for entry in table.entries():
+                entry.direct_counter[:] = [0, 0]
+        else:
+            self.resolve("counter", args[0]).reset()
+
+    def do_register_read(self, args: list[str]) -> None:
+        self.at_least(args, 1)
+        register = self.resolve("register", args[0])
+        if len(args) == 1:
+            values = (register.read(i) for i in range(register.size))
+            self.p(f"{args[0]}= " + ", ".join(str(v) for v in values))
+            return
+        self.exactly(args, 2)
+        index = self._index(args[1])
+        try:
+            self.p(f"{args[0]}[{index}]=", register.get(index))
+        except RuntimeApiError:
+            raise CliError("Invalid register operation (INVALID_INDEX)") from None
+
+    def do_register_write(self, args: list[str]) -> None:
+        self.exactly(args, 3)
+        register = self.resolve("register", args[0])
+        index = self._index(args[1])
+        try:
+            value = int(args[2], 0)
+        except ValueError:
+            raise CliError("Error: Bad format for value, must be an integer") from None
+        try:
+            register.set(index, value)
+        except RuntimeApiError:
+            raise CliError("Invalid register operation (INVALID_INDEX)") from None
+
+    def do_register_reset(self, args: list[str]) -> None:
+        self.exactly(args, 1)
+        self.resolve("register", args[0]).reset()
+
+    def _meter_cell(self, name: str, index: int) -> MeterCell:
+        for m in self.state.model.meters:
+            if m.direct_table and (m.name == name or m.name.endswith("." + name)):
+                try:
+                    entry = self.state.tables[m.direct_table].by_handle(index)
+                except RuntimeApiError:
+                    raise CliError("Invalid table operation (INVALID_HANDLE)") from None
+                if entry.meter is None:
+                    entry.meter = MeterCell(m.unit)
+                return entry.meter
+        meter = self.resolve("meter", name)
+        if not 0 <= index < meter.size:
+            raise CliError("Invalid meter operation (INVALID_INDEX)")
+        return meter._cell(index)
+
+    def _rates(self, texts: list[str]) -> list[tuple[float, int]]:
+        if len(texts) != 2:
+            raise CliError(f"Error: Invalid number of rates, expected 2 but got {len(texts)}")
+        rates = []
+        for text in texts:
+            try:
+                r, b = text.split(":")
+                rates.append((float(r), int(b)))
+            except ValueError:
+                raise CliError("Error: Error while parsing rates") from None
+        return rates
+
+    def do_meter_set_rates(self, args: list[str]) -> None:
+        self.at_least(args, 2)
+        cell = self._meter_cell(args[0], self._index(args[1]))
+        rates = self._rates(args[2:])
+        try:
+            cell.set_rates(rates)
+        except RuntimeApiError:
+            raise CliError("Invalid meter operation (INVALID_INFO_RATE_VALUE)") from None
+
+    def do_meter_array_set_rates(self, args: list[str]) -> None:
+        self.at_least(args, 1)
+        meter = self.resolve("meter", args[0])
+        rates = self._rates(args[1:])
+        try:
+            for i in range(meter.size):
+                meter.set_rates(i, rates)
+        except RuntimeApiError:
+            raise CliError("Invalid meter operation (INVALID_INFO_RATE_VALUE)") from None
+
+    def do_meter_get_rates(self, args: list[str]) -> None:
+        self.exactly(args, 2)
+        rates = self._meter_cell(args[0], self._index(args[1])).rates()
+        if len(rates) != 2:
+            self.out.append(f"WARNING: expected 2 rates but only received {len(rates)}")
+        for i, (rate, burst) in enumerate(rates):
+            self.p(f"{i}: info rate = {rate}, burst size = {burst}")
+
+    # ---- traffic manager and device ----------------------------------------------------------
+
+    def _tm(self, method: str):
+        fn = getattr(self.tm_hooks, method, None)
+        if fn is None:
+            raise CliError(f"Error: {method} needs the switch's traffic manager, "
+                           "which is not available here")
+        return fn
+
+    def _queue(self, args: list[str], what: str, method: str) -> None:
+        self.at_least(args, 1)
+        if len(args) > 3:
+            raise CliError(f"Error: Wrong number of args, expected at most 3 but got {len(args)}")
+        value = parse_int(args[0], what)
+        port = parse_int(args[1], "egress_port") if len(args) > 1 else None
+        prio = parse_int(args[2], "priority") if len(args) > 2 else None
+        self._tm(method)(value, port=port, prio=prio)
+
+    def do_set_queue_depth(self, args: list[str]) -> None:
+        self._queue(args, "nb_pkts", "set_queue_depth")
+
+    def do_set_queue_rate(self, args: list[str]) -> None:
+        self._queue(args, "rate_pps", "set_queue_rate")
+
+    def do_get_time_elapsed(self, args: list[str]) -> None:
+        self.p(self._tm("time_elapsed_us")())
+
+    def do_reset_state(self, args: list[str]) -> None:
+        self.exactly(args, 0)
+        self.state.reset()
+
+    def do_help(self, args: list[str]) -> None:
+        self.p("Documented commands:")
+        self.p(" ".join(self.commands()))
