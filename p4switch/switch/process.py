@@ -89,7 +89,7 @@ class Switch:
             device.install(program)
         tm = TrafficManager(opts.priority_queues)
         self.dataplane = Dataplane(device, self.ports, tm, self.linkmon)
-        commands = SwitchCommands(tm, dict(opts.interfaces), self.port_up)
+        commands = SwitchCommands(tm, dict(opts.interfaces), self.port_up, device.now_us)
         try:
             self.cli_server = RuntimeCommandServer(device, commands, opts.thrift_port)
         except OSError as exc:

@@ -28,6 +28,11 @@ from p4switch.switch.tm import TrafficManager
 log = logging.getLogger("p4switch.runtime_cli")
 
 
+# How the runtime interpreter's output starts when the command failed (it returns BMv2's
+# messages instead of raising).
+ERROR_PREFIXES = ("Error", "Invalid", "*** ", "unsupported:")
+
+
 class CommandError(Exception):
     """A runtime command was rejected; the message says why."""
 
@@ -43,25 +48,29 @@ class SwitchCommands:
     """Queue and port commands; also the `tm_hooks` given to the runtime interpreter."""
 
     def __init__(self, tm: TrafficManager, interfaces: dict[int, str],
-                 port_up: Callable[[int], bool]):
+                 port_up: Callable[[int], bool], elapsed_us: Callable[[], int]):
         self.tm = tm
+        self.elapsed_us = elapsed_us
         self.interfaces = interfaces
         self.port_up = port_up
 
     # hooks API --------------------------------------------------------------------------
     def set_queue_depth(self, depth: int, port: int | None = None,
-                        priority: int | None = None) -> None:
+                        prio: int | None = None) -> None:
         try:
-            self.tm.set_queue_depth(depth, port, priority)
+            self.tm.set_queue_depth(depth, port, prio)
         except ValueError as exc:
-            raise CommandError(str(exc)) from None
+            raise RuntimeApiError("INVALID_ARGUMENT", str(exc)) from None
 
     def set_queue_rate(self, rate_pps: float, port: int | None = None,
-                       priority: int | None = None) -> None:
+                       prio: int | None = None) -> None:
         try:
-            self.tm.set_queue_rate(rate_pps, port, priority)
+            self.tm.set_queue_rate(rate_pps, port, prio)
         except ValueError as exc:
-            raise CommandError(str(exc)) from None
+            raise RuntimeApiError("INVALID_ARGUMENT", str(exc)) from None
+
+    def time_elapsed_us(self) -> int:
+        return self.elapsed_us()
 
     def ports(self) -> list[tuple[int, str, bool]]:
         """(port, interface, up) for every port."""
@@ -70,6 +79,8 @@ class SwitchCommands:
     # commands ----------------------------------------------------------------------------
     NAMES = ("set_queue_depth", "set_queue_rate", "show_ports", "port_status",
              "queue_pause", "queue_resume", "queue_stats")
+    # handled here only while no program is loaded (else by the runtime interpreter)
+    INTERPRETER_FIRST = ("set_queue_depth", "set_queue_rate")
 
     def execute(self, argv: list[str]) -> str:
         cmd, args = argv[0], argv[1:]
@@ -154,12 +165,16 @@ class RuntimeCommandServer:
         if not argv:
             return ""
         with self.device.lock:
-            if argv[0] in SwitchCommands.NAMES:
-                return self.switch_commands.execute(argv)
             interp = self._interpreter()
+            if argv[0] in SwitchCommands.NAMES and (
+                    interp is None or argv[0] not in SwitchCommands.INTERPRETER_FIRST):
+                return self.switch_commands.execute(argv)
             if interp is None:
                 raise CommandError(f"{argv[0]}: no P4 program is loaded")
-            return interp.execute(line) or ""
+            output = interp.execute(line) or ""
+            if output.startswith(ERROR_PREFIXES):
+                raise CommandError(output)
+            return output
 
     def _interpreter(self):
         if self.device.state is None:
