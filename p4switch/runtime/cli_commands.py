@@ -17,7 +17,7 @@ from typing import Any
 from p4switch.runtime.cli_parsing import CliError, parse_int, port_map_str
 from p4switch.runtime.cli_tables import TableCommands
 from p4switch.runtime.errors import RuntimeApiError
-from p4switch.runtime.meters import MeterCell
+from p4switch.runtime.meters import MeterCell, MeterConfig
 from p4switch.runtime.state import RuntimeState
 
 MC_CODES = {"NOT_FOUND": "INVALID_L1_HANDLE", "INVALID_ARGUMENT": "ERROR"}
@@ -279,20 +279,25 @@ class RuntimeCli(TableCommands):
         self.exactly(args, 1)
         self.resolve("register", args[0]).reset()
 
-    def _meter_cell(self, name: str, index: int) -> MeterCell:
+    def _direct_meter_entry(self, name: str, index: int):
+        """(table, entry) when `name` is a direct meter (index = entry handle), else None."""
         for m in self.state.model.meters:
             if m.direct_table and (m.name == name or m.name.endswith("." + name)):
+                table = self.state.tables[m.direct_table]
                 try:
-                    entry = self.state.tables[m.direct_table].by_handle(index)
+                    return table, table.by_handle(index)
                 except RuntimeApiError:
                     raise CliError("Invalid table operation (INVALID_HANDLE)") from None
-                if entry.meter is None:
-                    entry.meter = MeterCell(m.unit)
-                return entry.meter
+        return None
+
+    def _meter_cell(self, name: str, index: int) -> MeterCell:
+        direct = self._direct_meter_entry(name, index)
+        if direct is not None:
+            return direct[1].meter or MeterCell("bytes")
         meter = self.resolve("meter", name)
         if not 0 <= index < meter.size:
             raise CliError("Invalid meter operation (INVALID_INDEX)")
-        return meter._cell(index)
+        return meter.cell(index)
 
     def _rates(self, texts: list[str]) -> list[tuple[float, int]]:
         if len(texts) != 2:
@@ -308,10 +313,16 @@ class RuntimeCli(TableCommands):
 
     def do_meter_set_rates(self, args: list[str]) -> None:
         self.at_least(args, 2)
-        cell = self._meter_cell(args[0], self._index(args[1]))
+        index = self._index(args[1])
+        direct = self._direct_meter_entry(args[0], index)
+        cell = None if direct else self._meter_cell(args[0], index)
         rates = self._rates(args[2:])
         try:
-            cell.set_rates(rates)
+            if direct:
+                table, entry = direct
+                table.set_meter_config(entry, MeterConfig.from_cli_rates(rates))
+            else:
+                cell.set_rates(rates)
         except RuntimeApiError:
             raise CliError("Invalid meter operation (INVALID_INFO_RATE_VALUE)") from None
 

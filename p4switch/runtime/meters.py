@@ -128,6 +128,10 @@ class MeterArray:
         self.unit = unit
         self._cells = [MeterCell(unit) for _ in range(size)]
 
+    def cell(self, index: int) -> MeterCell:
+        """The meter instance at index (OUT_OF_RANGE if there is none)."""
+        return self._cell(index)
+
     def _cell(self, index: int) -> MeterCell:
         if not 0 <= index < self.size:
             raise out_of_range(f"meter {self.name}: index {index} out of range "
