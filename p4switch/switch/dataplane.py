@@ -4,6 +4,10 @@ One thread does everything (epoll over the port sockets, the link monitor and a 
 with the traffic manager's next due time as timeout): the engine is single-threaded and a single
 thread avoids GIL ping-pong between receive, pipeline and transmit threads. Packet-outs from
 the P4Runtime server are queued with `inject` and picked up by the loop.
+
+A packet whose queue is empty, unlimited and not paused goes from ingress straight to egress
+(queue depths 0, timedelta 0), as it would leave at once anyway; only backlogged, rate-limited
+or paused queues hold packets in the traffic manager.
 """
 
 from __future__ import annotations
@@ -124,7 +128,15 @@ class Dataplane:
             log.exception("engine error in ingress (port %d, %d bytes); packet dropped",
                           port, len(data))
             return
-        self._enqueue(items)
+        if not items:
+            return
+        now = time.monotonic()
+        bypass, enqueue = self.tm.bypass, self.tm.enqueue
+        for item in items:
+            if bypass(item.egress_port, item.priority, now):
+                self._egress(engine, item, now, 0, 0, now)
+            elif enqueue(item.egress_port, item.priority, item, now) is None:
+                self.stats.tm_drops += 1
 
     def _enqueue(self, items: list) -> None:
         now = time.monotonic()
@@ -134,25 +146,30 @@ class Dataplane:
                 self.stats.tm_drops += 1
 
     def _service_queues(self) -> None:
-        engine, tm, start = self.device.engine, self.tm, self.device.start
+        engine, tm = self.device.engine, self.tm
         for _ in range(MAX_ROUNDS):
             now = time.monotonic()
             batch = tm.dequeue_due(now)
             if not batch:
                 return
             for _port, _prio, item, enq_time, enq_qdepth, deq_qdepth in batch:
-                try:
-                    frames, more = engine.egress(
-                        item, int((enq_time - start) * 1e6) & 0xFFFFFFFF, enq_qdepth,
-                        deq_qdepth, int((now - enq_time) * 1e6))
-                except Exception:
-                    self.stats.engine_errors += 1
-                    log.exception("engine error in egress; packet dropped")
-                    continue
-                for port, frame in frames:
-                    self._transmit(port, frame)
-                if more:
-                    self._enqueue(more)
+                self._egress(engine, item, enq_time, enq_qdepth, deq_qdepth, now)
+
+    def _egress(self, engine, item, enq_time: float, enq_qdepth: int, deq_qdepth: int,
+                now: float) -> None:
+        """Egress pipeline for one dequeued packet; what it sends back goes to the queues."""
+        try:
+            frames, more = engine.egress(
+                item, int((enq_time - self.device.start) * 1e6) & 0xFFFFFFFF, enq_qdepth,
+                deq_qdepth, int((now - enq_time) * 1e6))
+        except Exception:
+            self.stats.engine_errors += 1
+            log.exception("engine error in egress; packet dropped")
+            return
+        for port, frame in frames:
+            self._transmit(port, frame)
+        if more:
+            self._enqueue(more)
 
     def _transmit(self, port: int, frame: bytes) -> None:
         p = self.ports.get(port)

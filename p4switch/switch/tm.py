@@ -113,6 +113,20 @@ class TrafficManager:
         return self._select(port, priority)[0].stats
 
     # -- data path ---------------------------------------------------------------------------
+    def bypass(self, port: int, priority: int, now: float) -> bool:
+        """True when a packet for this queue would leave at once (queue empty, no rate limit,
+        not paused): the caller sends it through egress directly, with queue depths 0. The
+        packet is counted as enqueued and dequeued."""
+        qs = self._ports.get(port) or self.queues(port)
+        if not 0 <= priority < len(qs):
+            return False
+        q = qs[priority]
+        if q.items or q.rate_pps > 0 or q.capacity == 0 or q.paused_until > now:
+            return False
+        q.stats.enqueued += 1
+        q.stats.dequeued += 1
+        return True
+
     def enqueue(self, port: int, priority: int, item: Any, now: float) -> int | None:
         """Queue an item; returns enq_qdepth, or None if it was dropped."""
         if not 0 <= priority < self.priority_queues:

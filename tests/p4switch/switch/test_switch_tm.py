@@ -68,3 +68,18 @@ def test_pause_holds_a_queue_until_it_expires_or_resumes():
     assert tm.dequeue_due(clock.t + 1) == []
     tm.resume(1, 1)
     assert [o[2] for o in tm.dequeue_due(clock.t + 1)] == ["again"]
+
+
+def test_bypass_only_for_an_idle_unlimited_queue():
+    clock = Clock()
+    tm = TrafficManager(priority_queues=2, clock=clock)
+    assert tm.bypass(1, 0, clock.t) and tm.stats(1, 0).enqueued == 1
+    tm.set_queue_rate(10, 1, 0)
+    assert not tm.bypass(1, 0, clock.t)  # rate-limited: must queue
+    assert tm.bypass(1, 1, clock.t)
+    tm.enqueue(2, 0, "waiting", clock.t)
+    tm.pause(2, 0, 1)
+    assert not tm.bypass(2, 0, clock.t)  # backlog (and pause) keep FIFO order
+    tm.set_queue_depth(0, 3)
+    assert not tm.bypass(3, 0, clock.t) and tm.enqueue(3, 0, "x", clock.t) is None
+    assert not tm.bypass(1, 2, clock.t)  # no such priority: enqueue drops it
