@@ -19,7 +19,7 @@ class UsageError(Exception):
 
 def rate(text: str) -> float:
     """10M, 2.5G, 500k, 1e6 (bits per second); must be > 0."""
-    m = re.fullmatch(r"\s*([0-9.]+(?:e[0-9]+)?)\s*([kmgKMG]?)(?:b(?:it)?/?s|bps)?\s*", text)
+    m = re.fullmatch(r"\s*([-+]?[0-9.]+(?:e[0-9]+)?)\s*([kmgKMG]?)(?:b(?:it)?/?s|bps)?\s*", text)
     if not m:
         raise argparse.ArgumentTypeError(f"bad rate {text!r} (e.g. 10M, 2.5G)")
     value = float(m.group(1)) * _SI[m.group(2).lower()]
@@ -266,7 +266,7 @@ def _collective(args: argparse.Namespace) -> int:
     try:
         if not args.host and not (args.dry_run and args.ranks):
             raise UsageError("give --host for each rank (or --dry-run --ranks N)")
-        names = [h.partition("=")[0] for h in args.host] or [f"r{i}" for i in range(args.ranks)]
+        names = [h.partition("=")[0] for h in args.host] or [f"h{i}" for i in range(args.ranks)]
         if len(set(names)) != len(names):
             raise UsageError("host names must be unique")
         sched = schedule.build(args.algo, len(names), args.size)

@@ -1,0 +1,104 @@
+"""`fabric-lab traffic ...` as a user runs it: help, usage errors (exit 2), real runs."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+
+from traffic.hosts import PROJECT_ROOT
+
+CLI = [sys.executable, "-m", "fabric_lab.cli", "traffic"]
+
+
+def cli(*args: str, prefix: list[str] | None = None, timeout: float = 60):
+    return subprocess.run([*(prefix or []), *CLI, *args], capture_output=True, text=True,
+                          cwd=PROJECT_ROOT, timeout=timeout)
+
+
+@pytest.mark.parametrize("action", ["send", "recv", "collective"])
+def test_help(action):
+    proc = cli(action, "--help")
+    assert proc.returncode == 0
+    assert "--iface" in proc.stdout or "--algo" in proc.stdout
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["send", "--iface", "lo", "--dst", "10.0.0.1", "--rate", "0"], "rate must be > 0"),
+    (["send", "--iface", "lo", "--dst", "10.0.0.1", "--rate=-5M"], "rate must be > 0"),
+    (["send", "--iface", "lo", "--dst", "10.0.0.1", "--rate", "fast"], "bad rate"),
+    (["send", "--iface", "trnope0", "--dst", "10.0.0.1"], "interface 'trnope0' does not exist"),
+    (["send", "--iface", "lo", "--dst", "no-such-host.invalid"], "unknown host"),
+    (["send", "--iface", "lo", "--dst", "10.0.0.1", "--size", "0"], "size must be > 0"),
+    (["recv", "--iface", "trnope0"], "interface 'trnope0' does not exist"),
+    (["recv", "--iface", "lo", "--expect", "10.0.0.1:x:5"], "bad --expect"),
+    (["collective", "--algo", "ring", "--host", "h0=netns:trnope-ns", "--host",
+      "h1=netns:trnope-ns2"], "unknown host 'h0'"),
+    (["collective", "--algo", "ring", "--dry-run", "--ranks", "4", "--order", "aware",
+      "--groups", "h0,h1;h2,h9"], "unknown host in --groups: h9"),
+    (["collective", "--algo", "hd", "--dry-run", "--ranks", "6"], "power-of-two"),
+    (["collective", "--algo", "ring"], "give --host"),
+    (["collective", "--algo", "ring", "--rate", "0", "--dry-run", "--ranks", "2"], "rate"),
+])
+def test_usage_errors_exit_2_with_a_clear_message(args, message):
+    proc = cli(*args)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr
+
+
+def test_collective_dry_run_prints_hdrm_conflicts():
+    proc = cli("collective", "--algo", "hd", "--dry-run", "--ranks", "16", "--order", "hdrm",
+               "--bigraph", "2,8")
+    assert proc.returncode == 0, proc.stderr
+    assert "placement (rank order): h0 h8 h10 h2 h12 h4 h6 h14 h9 h3 h5 h11 h7 h13 h15 h1" in (
+        proc.stdout)
+    assert proc.stdout.count("max flows/link 1:") == 8
+
+
+@pytest.mark.root
+def test_recv_writes_csv_and_json(pair_net, tmp_path):
+    a, b = pair_net.hosts["a"], pair_net.hosts["b"]
+    size = 100 * 1024
+    rx = subprocess.Popen(
+        ["ip", "netns", "exec", b.netns, *CLI, "recv", "--iface", b.iface, "--out-dir",
+         str(tmp_path), "--expect", f"{a.ip}:100:{size}", "--expect", f"{a.ip}:101:{size}",
+         "--duration", "30"],
+        cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert rx.stderr.readline().startswith("listening on")  # readiness
+        tx = cli("send", "--iface", a.iface, "--dst", b.ip, "--qps", "2", "--rate", "10M",
+                 "--size", "100K", "--json", str(tmp_path / "send.json"),
+                 prefix=["ip", "netns", "exec", a.netns])
+        assert tx.returncode == 0, tx.stderr
+        out, err = rx.communicate(timeout=30)
+    finally:
+        if rx.poll() is None:
+            rx.kill()
+            rx.wait()
+    assert rx.returncode == 0, err
+    summary = json.loads((tmp_path / "recv.json").read_text())
+    assert summary["bytes"] == 2 * size
+    assert {q["qpn"] for q in summary["qps"]} == {100, 101}
+    with (tmp_path / "recv.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert sum(int(r["rx_bytes"]) for r in rows) == 2 * size
+    assert {r["qpn"] for r in rows} == {"100", "101"}
+    sent = json.loads((tmp_path / "send.json").read_text())
+    assert sent["payload_bytes"] == 2 * size
+
+
+@pytest.mark.root
+def test_collective_over_named_namespaces(star4, tmp_path):
+    specs = [f"h{i}=netns:{star4.hosts[f'h{i}'].netns}" for i in range(4)]
+    args = ["collective", "--algo", "a2a", "--size", "64K", "--rate", "20M",
+            "--json", str(tmp_path / "c.json")]
+    for s in specs:
+        args += ["--host", s]
+    proc = cli(*args)
+    assert proc.returncode == 0, proc.stderr
+    assert "step 0" in proc.stderr and "algbw" in proc.stdout
+    res = json.loads((tmp_path / "c.json").read_text())
+    assert res["complete"] and len(res["steps"]) == 1 and res["steps"][0]["flows"] == 12
