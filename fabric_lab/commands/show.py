@@ -6,16 +6,26 @@ import argparse
 import sys
 from pathlib import Path
 
-from topos import FABRICS, FabricSpec, build_fabric
+from topos import FABRICS, FabricSpec, build_fabric, fabric_parameters
 from topos.analysis import path_classes, tier_summary
 from topos.builders import parse_scale
+
+
+def scale_help() -> str:
+    """Each fabric's scale parameters with their defaults (the epilog of `show --help`)."""
+    lines = ["scale parameters (defaults):"]
+    for name in sorted(FABRICS):
+        params = " ".join(f"{k}={v}" for k, v in fabric_parameters(name).items())
+        lines.append(f"  {name}: {params}")
+    return "\n".join(lines)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "show", help="summarise a fabric and draw it to FABRIC.png",
         description="Print switches, links and oversubscription per tier and the paths from one "
-                    "NIC to the others, and draw the fabric in layers to FABRIC.png.")
+                    "NIC to the others, and draw the fabric in layers to FABRIC.png.",
+        epilog=scale_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("fabric", choices=sorted(FABRICS), metavar="FABRIC",
                         help=f"one of: {', '.join(sorted(FABRICS))}")
     parser.add_argument("--scale", nargs="+", action="extend", default=[], metavar="K=V",
