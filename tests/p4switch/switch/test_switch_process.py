@@ -1,6 +1,7 @@
 """The p4switch process without a program: readiness, P4Runtime basics, ports, shutdown."""
 
 import os
+import struct
 import subprocess
 import sys
 import threading
@@ -10,6 +11,8 @@ import grpc
 import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+from sw_frames import eth, mac
+from sw_netenv import raw_socket
 from sw_p4rt import Client
 from sw_proc import REPO, SwitchProcess, free_port
 
@@ -135,3 +138,28 @@ def test_many_concurrent_clients_do_not_disturb_the_switch():
         for t in threads:
             t.join()
         assert not errors and sw.alive()
+
+
+def test_pcap_records_each_ports_input(net, tmp_path):
+    h1 = net.host("h1")
+    p1 = net.link(h1, "eth0", 1)
+    s1 = raw_socket(h1, "eth0")
+    with SwitchProcess(["-i", f"1@{p1}", "--pcap", str(tmp_path), "--no-p4"]) as sw:
+        frames = [eth(mac(2), mac(1), 0x0800, bytes([i]) * 40) for i in range(3)]
+        for f in frames:
+            s1.send(f)
+        pcap_in = tmp_path / f"{p1}_in.pcap"
+        deadline = time.monotonic() + 2
+        while pcap_in.stat().st_size < 24 + 3 * (16 + 60) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        sw.stop()
+    data = pcap_in.read_bytes()
+    assert struct.unpack("<IHH", data[:8]) == (0xA1B2C3D4, 2, 4)
+    records, off = [], 24
+    while off < len(data):
+        _, _, caplen, length = struct.unpack("<IIII", data[off:off + 16])
+        records.append(data[off + 16:off + 16 + caplen])
+        off += 16 + caplen
+    assert [r for r in records if r in frames] == frames
+    assert (tmp_path / f"{p1}_out.pcap").stat().st_size == 24  # nothing sent: header only
+    s1.close()
