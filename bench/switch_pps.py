@@ -264,10 +264,9 @@ def main() -> int:
                         loss = sent - received
                         print(f"  {size:5d} B  offered {rate:6d} pps  sent {sent:6d}  "
                               f"received {received:6d}  loss {loss}")
-                        if loss == 0:
-                            best = rate
-                        elif received < 0.5 * sent:
-                            break
+                        if loss:
+                            break  # the highest rate before the first loss is the figure
+                        best = rate
                     print(f"{size} B frames: max rate without loss {best} pps")
             finally:
                 stop(proc)
