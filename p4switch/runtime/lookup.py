@@ -119,8 +119,8 @@ class _Group:
 
     def __init__(self, masks: tuple[int, ...]) -> None:
         self.masks = masks
-        # masked key -> [(entry, ranges)], best first; ranges = ((pos, low, high), ...)
-        self.map: dict[tuple[int, ...], list[tuple[Entry, tuple]]] = {}
+        # masked key -> [(order, entry, ranges)], best first; ranges = ((pos, low, high), ...)
+        self.map: dict[tuple[int, ...], list[tuple[tuple[int, int], Entry, tuple]]] = {}
         self.best = 0  # highest priority in the group
 
 
@@ -146,9 +146,10 @@ class PriorityIndex:
         group = self._groups.get(masks)
         if group is None:
             group = self._groups[masks] = _Group(masks)
-        bucket = group.map.setdefault(masked, [])
-        bucket.append((entry, ranges))
-        bucket.sort(key=lambda er: _order(er[0]))
+        # copy-on-write, so that a concurrent lookup always sees a complete, sorted bucket
+        bucket = [*group.map.get(masked, ()), (_order(entry), entry, ranges)]
+        bucket.sort(key=lambda item: item[0])
+        group.map[masked] = bucket
         if entry.priority > group.best:
             group.best = entry.priority
         self._reorder()
@@ -156,14 +157,15 @@ class PriorityIndex:
     def remove(self, entry: Entry) -> None:
         masks, masked, _ = self._place(entry)
         group = self._groups[masks]
-        bucket = group.map[masked]
-        bucket[:] = [er for er in bucket if er[0] is not entry]
-        if not bucket:
+        bucket = [item for item in group.map[masked] if item[1] is not entry]
+        if bucket:
+            group.map[masked] = bucket
+        else:
             del group.map[masked]
         if not group.map:
             del self._groups[masks]
         else:
-            group.best = max(er[0].priority for b in group.map.values() for er in b)
+            group.best = max(item[1].priority for b in group.map.values() for item in b)
         self._reorder()
 
     def clear(self) -> None:
@@ -179,12 +181,12 @@ class PriorityIndex:
             bucket = group.map.get(tuple(map(and_, key, group.masks)))
             if not bucket:
                 continue
-            for entry, ranges in bucket:
-                if best is not None and _order(entry) > best_order:
+            for order, entry, ranges in bucket:
+                if best is not None and order > best_order:
                     break
                 if ranges and not all(lo <= key[i] <= hi for i, lo, hi in ranges):
                     continue
-                best, best_order = entry, _order(entry)
+                best, best_order = entry, order
                 break
         return best
 

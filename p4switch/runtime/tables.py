@@ -70,6 +70,7 @@ class Table:
         keys = normalize_key(self.match_fields, entry.keys, entry.priority, self.needs_priority)
         action = self._check_entry_action(entry.action)
         self._check_meter_config(entry.meter_config)
+        self._check_ttl(entry)
         current = self._entries.get((keys, entry.priority))
         if current is None:
             raise not_found(f"table {self.name}: no entry with this match key")
@@ -199,9 +200,16 @@ class Table:
                           f"{self.name}")
         return self._check_action(action, default=False)
 
+    def _check_ttl(self, entry: Entry) -> None:
+        if entry.idle_timeout_ns and not self.model.idle_timeout:
+            raise invalid(f"table {self.name} does not support idle timeouts")
+        if entry.idle_timeout_ns < 0:
+            raise invalid("idle_timeout_ns cannot be negative")
+
     def _add(self, entry: Entry, const: bool = False) -> None:
         keys = normalize_key(self.match_fields, entry.keys, entry.priority, self.needs_priority)
         action = self._check_entry_action(entry.action)
+        self._check_ttl(entry)
         config = entry.meter_config
         self._check_meter_config(config)
         ident = (keys, entry.priority)
