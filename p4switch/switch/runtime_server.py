@@ -105,8 +105,11 @@ class SwitchCommands:
                 rows = [r for r in rows if r[0] == port]
                 if not rows:
                     raise CommandError(f"no port {port}")
-            lines = [f"{'port #':<8}{'iface name':<16}status"]
-            lines += [f"{p:<8}{name:<16}{'UP' if up else 'DOWN'}" for p, name, up in rows]
+            # BMv2's show_ports layout
+            lines = ["{:^10}{:^20}{:^10}{}".format("port #", "iface name", "status",
+                                                   "extra info"), "=" * 50]
+            lines += ["{:^10}{:^20}{:^10}{}".format(p, name, "UP" if up else "DOWN", "")
+                      for p, name, up in rows]
             return "\n".join(lines)
         if cmd in ("queue_pause", "queue_resume", "queue_stats"):
             return self._queue_command(cmd, args)
