@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import PORT_SHIFT, plan_interfaces, root_interfaces, shifted
+from topos_helpers import PORT_SHIFT, plan_interfaces, root_interfaces, shifted
 
 from fabric_lab.cli import main as fabric_lab
 from topos import build_fabric

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import plan_interfaces, root_interfaces, shifted
+from topos_helpers import plan_interfaces, root_interfaces, shifted
 
 from topos import build_fabric
 from topos.mininet import FabricNetwork

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from conftest import plan_interfaces, root_interfaces, shifted
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+from topos_helpers import plan_interfaces, root_interfaces, shifted
 
 from topos import build_fabric
 from topos.mininet import P4SWITCH, FabricNetwork

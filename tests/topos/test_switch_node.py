@@ -7,7 +7,7 @@ import sys
 import time
 
 import pytest
-from conftest import FAKE_SWITCH, plan_interfaces, root_interfaces, shifted
+from topos_helpers import FAKE_SWITCH, plan_interfaces, root_interfaces, shifted
 
 from topos import build_fabric
 from topos.mininet import FabricNetwork, SwitchStartError, Target
