@@ -216,7 +216,7 @@ class Table:
         if ident in self._entries:
             raise already_exists(f"table {self.name}: an entry with this match key exists, "
                                  "use MODIFY to change its action")
-        if len(self._entries) >= self.model.size:
+        if len(self._entries) >= self.model.size and not const:
             raise exhausted(f"table {self.name} is full ({self.model.size} entries)")
         entry.keys = keys
         entry.is_const = const
@@ -262,7 +262,9 @@ class Table:
         for i, ce in enumerate(entries):
             priority = ce.priority if ce.priority is not None else (
                 n - i if self.needs_priority else 0)
-            entry = Entry(keys=tuple(ce.keys), priority=priority, action=ce.action)
+            keys = tuple(_dont_care(mf, fm) for mf, fm in zip(self.match_fields, ce.keys,
+                                                                strict=False))
+            entry = Entry(keys=keys, priority=priority, action=ce.action)
             self._add(entry, const=True)
 
     def reset(self) -> None:
@@ -275,3 +277,17 @@ class Table:
         self.default_entry = Entry(keys=(), action=self.initial_default())
         if self.model.const_entries:
             self.install_const(self.model.const_entries)
+
+
+def _dont_care(mf: cpmodel.MatchField, fm: FieldMatch | None) -> FieldMatch | None:
+    """Const entries may spell "don't care" as a full range, a zero mask or prefix 0."""
+    if fm is None:
+        return None
+    full = (1 << mf.bitwidth) - 1
+    if fm.kind == "range" and fm.low == 0 and fm.high == full:
+        return None
+    if fm.kind == "ternary" and fm.mask == 0:
+        return None
+    if fm.kind == "lpm" and fm.prefix_len == 0:
+        return None
+    return fm

@@ -308,3 +308,26 @@ def test_names_and_aliases(state):
     assert state.table("ipv4_lpm") is state.table("MyIngress.ipv4_lpm")
     with pytest.raises(KeyError, match="no table named 'nope'"):
         state.table("nope")
+
+
+def test_const_entries_spell_dont_care_as_full_range_or_zero_mask():
+    from runtime_models import model
+
+    from p4switch.cpmodel import ConstEntry, MatchField, Table
+    from p4switch.runtime import RuntimeState
+
+    m = model()
+    m.tables.append(Table(
+        "MyIngress.classify",
+        match_fields=[MatchField("hdr.tcp.dstPort", bitwidth=16, match_kind="range"),
+                      MatchField("hdr.ipv4.srcAddr", bitwidth=32, match_kind="ternary")],
+        action_refs=m.table("MyIngress.acl").action_refs, size=1,
+        const_entries=[
+            ConstEntry([rng(80, 80), tern(0, 0)], fwd(1)),
+            ConstEntry([rng(0, 0xFFFF), tern(0, 0)], fwd(2)),  # catch-all, listed last
+        ]))
+    t = RuntimeState(m).table("classify")
+    assert len(t) == 2  # const entries are not limited by the size
+    assert t.lookup((80, 5)).action == fwd(1)
+    assert t.lookup((81, 5)).action == fwd(2)
+    assert t.entries()[1].keys == (None, None)
