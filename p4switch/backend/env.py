@@ -1,0 +1,62 @@
+"""Code generation environments: what each symbol is in the generated code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Frame:
+    """One inlined body (action, sub-control) or generated function.
+
+    ret: "return" (a Python function body: `return`) or "break" (inlined in a `while True:`);
+    ret_var: where a function's return value goes; copyouts: code run before leaving the whole
+    pipeline stage on `exit` (innermost frame first)."""
+
+    ret: str = "return"
+    ret_var: str | None = None
+    copyouts: list[str] = field(default_factory=list)
+    used_return: bool = False
+
+
+class Env:
+    def __init__(self, parent: Env | None = None, frame: Frame | None = None,
+                 instance: Any = None):
+        self.parent = parent
+        self.vars: dict[int, Any] = {}
+        self.frame = frame if frame is not None else (parent.frame if parent else Frame())
+        self.instance = instance if instance is not None else (parent.instance if parent
+                                                               else None)
+
+    def bind(self, sym: Any, value: Any) -> None:
+        self.vars[id(sym)] = value
+
+    def get(self, sym: Any) -> Any:
+        e: Env | None = self
+        key = id(sym)
+        while e is not None:
+            if key in e.vars:
+                return e.vars[key]
+            e = e.parent
+        return None
+
+    def frames(self) -> list[Frame]:
+        out = []
+        e: Env | None = self
+        seen = set()
+        while e is not None:
+            if id(e.frame) not in seen:
+                seen.add(id(e.frame))
+                out.append(e.frame)
+            e = e.parent
+        return out
+
+
+@dataclass
+class Instance:
+    """A parser/control instance: its decl and the control-plane name prefix."""
+
+    decl: Any
+    prefix: str
+    role: str = ""

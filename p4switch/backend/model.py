@@ -1,0 +1,97 @@
+"""Control-plane names as p4c writes them, and the ControlPlaneModel built while generating."""
+
+from __future__ import annotations
+
+from .. import cpmodel as cp
+from ..frontend import ast as A
+from ..frontend.types import BoolType, EnumType, bit_width
+
+
+def local_name(decl, prefix: str | None) -> str:
+    """Fully qualified name of a declaration inside a control instance `prefix`."""
+    given = A.annotation_string(decl.annotations, "name")
+    if given is not None:
+        if given.startswith("."):
+            return given[1:]
+        return f"{prefix}.{given}" if prefix else given
+    return f"{prefix}.{decl.name}" if prefix else decl.name
+
+
+def key_name(k: A.KeyElement) -> str:
+    given = A.annotation_string(k.annotations, "name")
+    return given if given is not None else expr_text(k.expr)
+
+
+def expr_text(e: A.Expr) -> str:
+    if isinstance(e, A.Name):
+        return ("." if e.top else "") + e.name
+    if isinstance(e, A.Member):
+        return f"{expr_text(e.expr)}.{e.name}"
+    if isinstance(e, A.TypeNameExpr):
+        return e.name
+    if isinstance(e, A.Index):
+        return f"{expr_text(e.expr)}[{expr_text(e.index)}]"
+    if isinstance(e, A.Slice):
+        return f"{expr_text(e.expr)}[{expr_text(e.hi)}:{expr_text(e.lo)}]"
+    if isinstance(e, A.Call) and isinstance(e.func, A.Member) and e.func.name == "isValid" \
+            and not e.args:
+        return f"{expr_text(e.func.expr)}.$valid$"
+    if isinstance(e, A.Call):
+        return f"{expr_text(e.func)}({', '.join(expr_text(a.expr) for a in e.args if a.expr)})"
+    if isinstance(e, A.Const):
+        return str(e.value) if e.width is None else f"{e.width}{'s' if e.signed else 'w'}{e.value}"
+    if isinstance(e, A.Binary):
+        return f"{expr_text(e.left)} {e.op} {expr_text(e.right)}"
+    if isinstance(e, A.Unary):
+        return f"{e.op}{expr_text(e.expr)}"
+    if isinstance(e, A.Cast):
+        return f"({getattr(e.type, '__str__', lambda: '?')()}){expr_text(e.expr)}"
+    if isinstance(e, A.BoolLit):
+        return "true" if e.value else "false"
+    return type(e).__name__
+
+
+def param_width(t) -> int:
+    if isinstance(t, BoolType):
+        return 1
+    if isinstance(t, EnumType) and t.width is None:
+        return 32
+    return bit_width(t)
+
+
+class ModelBuilder:
+    def __init__(self, program: str):
+        self.model = cp.ControlPlaneModel(program)
+        self._actions: dict[str, cp.Action] = {}
+
+    def action(self, decl: A.ActionDecl, name: str) -> cp.Action:
+        a = self._actions.get(name)
+        if a is None:
+            params = [cp.Param(p.name, list(p.annotations), _id(p.annotations),
+                               param_width(p.sym.type))
+                      for p in decl.params if not p.direction]
+            a = cp.Action(name, _annos(decl.annotations), _id(decl.annotations), params)
+            self._actions[name] = a
+            self.model.actions.append(a)
+        return a
+
+    def add(self, kind: str, obj) -> None:
+        getattr(self.model, kind).append(obj)
+
+
+def _annos(annos: list[cp.Annotation]) -> list[cp.Annotation]:
+    return [a for a in annos if a.name not in ("name", "id")]
+
+
+def _id(annos: list[cp.Annotation]) -> int | None:
+    a = A.annotation(annos, "id")
+    if a is None:
+        return None
+    try:
+        return int(a.body.strip(), 0)
+    except ValueError:
+        return None
+
+
+annotations_of = _annos
+explicit_id = _id

@@ -1,0 +1,199 @@
+"""Parsers: a state machine over the packet bytes (a mixin of the code generator).
+
+Locals: `_data` (the packet), `_off` (byte offset of the next unparsed byte), `_n` (length).
+Parser errors raise `_ParserError(code)`; the engine records `parser_error` and, as BMv2 does,
+sends the packet on to ingress with the headers extracted so far.
+"""
+
+from __future__ import annotations
+
+from ..frontend import ast as A
+from ..frontend.types import Bits, BoolType, StackType, StructType, bit_width
+from .env import Env
+from .expr import Unsupported
+from .structs import class_name
+
+
+class ParserGen:
+    def gen_parser_states(self, decl: A.ParserDecl, env: Env, accept: str) -> None:
+        """Emit the state machine; `accept` is the statement that leaves it on accept."""
+        em = self.em
+        ids = {st.name: i for i, st in enumerate(decl.states)}
+        for loc in decl.locals:
+            if isinstance(loc, A.VarDecl):
+                self.stmt(loc, env)
+            elif isinstance(loc, A.Instantiation):
+                self.bind_instance(loc, env)
+        state = em.fresh("state")
+        em.line(f"{state} = {ids['start']}")
+        em.line("while True:")
+        with em.indent():
+            for st in decl.states:
+                em.line(f"if {state} == {ids[st.name]}:")
+                with em.indent():
+                    inner = Env(env)
+                    self.block(st.stmts, inner)
+                    self._transition(st.next, ids, state, inner, accept)
+
+    def _goto(self, target: str, ids: dict, state: str, accept: str) -> None:
+        if target == "accept":
+            self.em.line(accept)
+        elif target == "reject":
+            self.em.line("raise _ParserError(-1)")
+        else:
+            self.em.line(f"{state} = {ids[target]}")
+            self.em.line("continue")
+
+    def _transition(self, nxt, ids: dict, state: str, env: Env, accept: str) -> None:
+        em = self.em
+        if isinstance(nxt, str):
+            self._goto(nxt, ids, state, accept)
+            return
+        keys = []
+        for e in nxt.exprs:
+            k = em.fresh("k")
+            v = self.ex(e, env)
+            em.line(f"{k} = {'int(' + v + ')' if isinstance(e.type, BoolType) else v}")
+            keys.append((k, e.type))
+        first = True
+        has_default = False
+        for case in nxt.cases:
+            conds = []
+            for (k, t), ks in zip(keys, case.keyset if len(case.keyset) == len(keys)
+                                  else case.keyset * len(keys), strict=False):
+                c = self._keyset_cond(k, t, ks)
+                if c is not None:
+                    conds.append(c)
+            cond = " and ".join(conds) if conds else "True"
+            if cond == "True":
+                em.line("else:" if not first else "if True:")
+                has_default = True
+            else:
+                em.line(f"{'if' if first else 'elif'} {cond}:")
+            first = False
+            with em.indent():
+                self._goto(case.state, ids, state, accept)
+            if has_default:
+                break
+        if not has_default:
+            if first:
+                em.line(f"raise _ParserError({self.error_code('NoMatch')})")
+            else:
+                em.line("else:")
+                with em.indent():
+                    em.line(f"raise _ParserError({self.error_code('NoMatch')})")
+
+    def _keyset_cond(self, k: str, t, ks: A.Expr) -> str | None:
+        full = (1 << bit_width(t)) - 1 if isinstance(t, Bits) else None
+
+        def val(e):
+            v = e.const
+            if isinstance(v, bool):
+                v = int(v)
+            return v & full if full is not None else v
+
+        if isinstance(ks, A.Default):
+            return None
+        if isinstance(ks, A.Mask):
+            m = val(ks.mask)
+            if full is not None and m & full == 0:
+                return None
+            km = f"({k} & {full})" if isinstance(t, Bits) and t.signed else k
+            return f"({km} & {hex(m)}) == {hex(val(ks.value) & m)}"
+        if isinstance(ks, A.Range):
+            return f"{ks.lo.const} <= {k} <= {ks.hi.const}"
+        v = ks.const
+        return f"{k} == {int(v) if isinstance(v, bool) else v}"
+
+    # ---- packet_in methods -----------------------------------------------------------------
+    def parser_extract(self, target: A.Expr, env: Env) -> None:
+        em = self.em
+        t = target.type
+        if not isinstance(t, StructType) or t.kind != "header":
+            raise Unsupported(target.pos, f"extract into {t}")
+        nbytes = t.width // 8
+        too_short = self.error_code("PacketTooShort")
+        if isinstance(target, A.Member) and isinstance(target.ref, tuple) and \
+                target.ref[1] == "next":
+            st = self.ex(target.expr, env)
+            em.line(f"if {st}.next_index >= {target.expr.type.size}:")
+            with em.indent():
+                em.line(f"raise _ParserError({self.error_code('StackOutOfBounds')})")
+            h = em.fresh("h")
+            em.line(f"{h} = {st}.items[{st}.next_index]")
+        else:
+            h = self.ex(target, env)
+        em.line(f"if _off + {nbytes} > _n:")
+        with em.indent():
+            em.line(f"raise _ParserError({too_short})")
+        em.line(f"{h}._extract(_data, _off)")
+        em.line(f"_off += {nbytes}")
+        if isinstance(target, A.Member) and isinstance(target.ref, tuple) and \
+                target.ref[1] == "next":
+            em.line(f"{self.ex(target.expr, env)}.next_index += 1")
+
+    def parser_lookahead(self, c: A.Call, env: Env) -> str:
+        t = c.type
+        if isinstance(t, StructType) and t.kind == "header":
+            width = t.width
+        elif isinstance(t, (Bits, BoolType)):
+            width = bit_width(t)
+        else:
+            raise Unsupported(c.pos, f"lookahead of {t}")
+        nbytes = (width + 7) // 8
+        pad = nbytes * 8 - width
+        em = self.em
+        em.line(f"if _off + {nbytes} > _n:")
+        with em.indent():
+            em.line(f"raise _ParserError({self.error_code('PacketTooShort')})")
+        raw = f"int.from_bytes(_data[_off:_off + {nbytes}], 'big')"
+        if pad:
+            raw = f"({raw} >> {pad})"
+        if isinstance(t, StructType):
+            v = em.fresh("la")
+            em.line(f"{v} = {class_name(t)}()")
+            em.line(f"{v}._extract((({raw}) << {pad}).to_bytes({nbytes}, 'big'), 0)")
+            return v
+        if isinstance(t, BoolType):
+            return f"bool({raw})"
+        if t.signed:
+            return f"_signed({raw}, {width})"
+        return raw
+
+    def parser_advance(self, amount: A.Expr, env: Env) -> None:
+        em = self.em
+        if amount.const is not None:
+            if amount.const % 8:
+                raise Unsupported(amount.pos, "advance by a number of bits that is not a "
+                                              "multiple of 8")
+            nbytes = str(amount.const // 8)
+        else:
+            v = em.fresh("adv")
+            em.line(f"{v} = {self.ex(amount, env)}")
+            em.line(f"if {v} % 8: raise _Unsupported('advance by a non-multiple of 8 bits')")
+            nbytes = f"({v} >> 3)"
+        em.line(f"if _off + {nbytes} > _n:")
+        with em.indent():
+            em.line(f"raise _ParserError({self.error_code('PacketTooShort')})")
+        em.line(f"_off += {nbytes}")
+
+    def inline_subparser(self, c: A.Call, env: Env) -> None:
+        isym = c.func.expr.ref
+        decl = isym.type.decl
+        if any(isinstance(s, A.ParserState) and _has_transition_loop(s) for s in decl.states):
+            pass
+        inst = self.sub_instance(isym, env)
+        inner = Env(env, None, inst)
+        copyouts = self.bind_params(c.bound, env, inner, by_ref_ok=True)
+        done = self.em.fresh("sub_done")
+        self.em.line(f"{done} = False")
+        self.gen_parser_states(decl, inner, "break")
+        for line in copyouts:
+            self.em.line(line)
+
+
+def _has_transition_loop(s) -> bool:
+    return False
+
+
+__all__ = ["ParserGen", "StackType"]

@@ -1,0 +1,292 @@
+"""The code generator: typed IR -> one Python module with a `make(state, config)` factory.
+
+`make` binds tables and externs of a RuntimeState to closure variables once, then returns the
+pipeline stage functions (parser, verify_checksum, ingress, egress, compute_checksum, deparser)
+and the factories of the header/metadata structs. Everything else happens in engine.py.
+"""
+
+from __future__ import annotations
+
+from .. import cpmodel as cp
+from ..frontend import ast as A
+from ..frontend.check import ProgramInfo
+from ..frontend.diagnostics import Reporter
+from ..frontend.symbols import InstanceSym
+from ..frontend.types import BlockType, ExternType, StructType, bit_width
+from .emitter import Emitter
+from .env import Env, Frame, Instance
+from .expr import ExprGen, Unsupported, literal
+from .externs import ExternGen
+from .model import ModelBuilder, local_name
+from .parser import ParserGen
+from .stmt import StmtGen
+from .structs import class_name, gen_struct_classes, zero_value
+from .tables import TableGen
+
+PRELUDE = """\
+from p4switch.backend.rt import (HeaderStack, ParserError as _ParserError,
+    AssertFailed as _AssertFailed, signed as _signed, shl as _shl, shl_signed as _shl_signed,
+    div as _div, mod as _mod, pack_bits as _pack_bits, rand as _rand, format_log as _format_log)
+from p4switch.runtime.hashing import ALGORITHMS as _ALGORITHMS
+from p4switch.cpmodel import ActionCall as _ActionCall
+"""
+
+_COUNTER_UNITS = ("packets", "bytes", "packets_and_bytes")
+_METER_UNITS = ("packets", "bytes")
+
+
+class CodeGen(ExprGen, StmtGen, TableGen, ExternGen, ParserGen):
+    def __init__(self, info: ProgramInfo, program: str, reporter: Reporter):
+        self.info = info
+        self.reporter = reporter
+        self.global_scope = info.global_scope
+        self.model = ModelBuilder(program)
+        self.em = Emitter()
+        self.bindings: dict[str, str] = {}  # expr -> closure variable
+        self.tables: dict = {}
+        self.profile_tables: dict[str, list[str]] = {}
+        self.direct_owner: dict[int, str] = {}
+        self.meter_colors: dict[int, str] = {}
+        self.digest_types: dict[str, StructType] = {}
+        self.prefixes: dict[int, str] = {}
+        self.functions: dict[int, str] = {}
+        self.pending_functions: list = []
+        self.instances: dict[str, dict] = {}
+
+    # ---- helpers used by the mixins -----------------------------------------------------
+    def closure(self, expr: str, hint: str) -> str:
+        var = self.bindings.get(expr)
+        if var is None:
+            var = f"_{hint}{len(self.bindings)}"
+            self.bindings[expr] = var
+        return var
+
+    def error_code(self, name: str) -> int:
+        return self.info.errors.index(name)
+
+    def fq_name(self, decl, owner) -> str:
+        prefix = self.prefixes.get(id(owner)) if owner is not None else None
+        return local_name(decl, prefix)
+
+    def function_name(self, decl: A.FunctionDecl) -> str:
+        name = self.functions.get(id(decl))
+        if name is None:
+            name = f"_fn_{decl.name}_{len(self.functions)}"
+            self.functions[id(decl)] = name
+            self.pending_functions.append((decl, name))
+        return name
+
+    def sub_instance(self, isym: InstanceSym, env: Env) -> Instance:
+        return Instance(isym.type.decl, local_name(isym.decl, env.instance.prefix))
+
+    def instance_setup(self, inst: Instance, env: Env) -> None:
+        """Bind a control instance's constructor parameters and locals in env."""
+        decl = inst.decl
+        self.prefixes[id(decl)] = inst.prefix
+        for loc in decl.locals:
+            if isinstance(loc, A.VarDecl):
+                self.stmt(loc, env)
+            elif isinstance(loc, A.Instantiation):
+                self.bind_instance(loc, env)
+
+    def bind_instance(self, loc: A.Instantiation, env: Env) -> None:
+        sym = env.instance.decl.scope.names.get(loc.name)
+        if not isinstance(sym, InstanceSym) or not isinstance(sym.type, ExternType):
+            return
+        name = local_name(loc, env.instance.prefix)
+        kind = sym.type.decl.name
+        known = self.instances.setdefault(name, {})
+        if "var" in known:
+            env.bind(sym, known["var"])
+            return
+        args = [a.const for a in sym.ctor_args]
+        annos = [a for a in loc.annotations if a.name not in ("name", "id")]
+        from .model import explicit_id
+        eid = explicit_id(loc.annotations)
+        var = None
+        if kind == "counter":
+            self.model.add("counters", cp.Counter(name, annos, eid, _COUNTER_UNITS[args[1]],
+                                                  args[0]))
+            var = self.closure(f"_counters[{name!r}]", "C")
+        elif kind == "direct_counter":
+            self.model.add("counters", cp.Counter(name, annos, eid, _COUNTER_UNITS[args[0]], 0,
+                                                  self.direct_owner.get(id(sym))))
+            known["late"] = (sym, "counters")
+        elif kind == "meter":
+            self.model.add("meters", cp.Meter(name, annos, eid, _METER_UNITS[args[1]], args[0]))
+            var = self.closure(f"_meters[{name!r}]", "M")
+        elif kind == "direct_meter":
+            self.model.add("meters", cp.Meter(name, annos, eid, _METER_UNITS[args[0]], 0,
+                                              self.direct_owner.get(id(sym))))
+            known["late"] = (sym, "meters")
+        elif kind == "register":
+            et = sym.type.targs.get("T")
+            self.model.add("registers", cp.Register(name, annos, eid, bit_width(et), args[0],
+                                                    bool(getattr(et, "signed", False))))
+            var = self.closure(f"_registers[{name!r}]", "R")
+        elif kind in ("action_profile", "action_selector"):
+            sel = kind == "action_selector"
+            size = args[1] if sel else args[0]
+            prof = cp.ActionProfile(name, annos, eid, [], sel, size)
+            if sel:
+                algo_t = sym.ctor_args[0].type
+                prof.selector_algorithm = algo_t.members[args[0]]
+                prof.selector_output_width = args[2]
+            self.model.add("action_profiles", prof)
+            known["profile"] = prof
+        else:
+            raise Unsupported(loc.pos, f"extern {kind}")
+        known["var"] = var
+        known["sym"] = sym
+        if var is not None:
+            env.bind(sym, var)
+
+    # ---- stages --------------------------------------------------------------------------
+    def gen_stage(self, role: str, decl, ctor_args: list) -> None:
+        em = self.em
+        is_parser = isinstance(decl, A.ParserDecl)
+        inst = Instance(decl, local_name(decl, None), role)
+        env = Env(None, Frame(ret="return"), inst)
+        py_params = self._bind_block_params(decl, env)
+        for p, v in zip(decl.ctor_params, ctor_args, strict=False):
+            env.bind(p.sym, literal(v.const) if getattr(v, "const", None) is not None else "None")
+        if is_parser:
+            em.line(f"def {role}(ctx, _data, {', '.join(py_params)}, _sm):")
+            with em.indent():
+                em.line("_off = 0")
+                em.line("_n = len(_data)")
+                em.line("try:")
+                with em.indent():
+                    self.prefixes[id(decl)] = inst.prefix
+                    self.gen_parser_states(decl, env, "return _off")
+                em.line("except _ParserError:")
+                with em.indent():
+                    em.line("ctx.parser_offset = _off")
+                    em.line("raise")
+        else:
+            em.line(f"def {role}(ctx, {', '.join(py_params)}, _sm):")
+            with em.indent():
+                self.instance_setup(inst, env)
+                self.block(decl.body.stmts, env)
+        em.line("")
+
+    def _bind_block_params(self, decl, env: Env) -> list[str]:
+        names = []
+        for p in decl.params:
+            t = p.sym.type
+            if isinstance(t, ExternType) and t.decl.name == "packet_in":
+                env.bind(p.sym, "_data")
+            elif isinstance(t, ExternType) and t.decl.name == "packet_out":
+                env.bind(p.sym, "_out")
+                names.append("_out")
+            elif isinstance(t, StructType) and t.name == "standard_metadata_t":
+                env.bind(p.sym, "_sm")
+            else:
+                py = ["hdr", "meta"][min(len([n for n in names if n != "_out"]), 1)]
+                env.bind(p.sym, py)
+                names.append(py)
+        return names
+
+    def gen_functions(self) -> None:
+        em = self.em
+        while self.pending_functions:
+            decl, name = self.pending_functions.pop()
+            env = Env(None, Frame(ret="return"), Instance(decl, None))
+            params = []
+            outs = []
+            for p in decl.proto.params:
+                v = em.fresh(p.name)
+                env.bind(p.sym, v)
+                params.append(v)
+                if p.direction in ("out", "inout"):
+                    outs.append(v)
+            em.line(f"def {name}(ctx, _sm, {', '.join(params)}):")
+            with em.indent():
+                if outs:
+                    rv = em.fresh("ret")
+                    em.line(f"{rv} = None")
+                    env.frame.ret = "break"
+                    env.frame.ret_var = rv
+                    em.line("while True:")
+                    with em.indent():
+                        self.block(decl.body.stmts, env)
+                        em.line("break")
+                    em.line(f"return ({rv}, {''.join(o + ', ' for o in outs)})")
+                else:
+                    self.block(decl.body.stmts, env)
+            em.line("")
+
+    def finish_model(self) -> cp.ControlPlaneModel:
+        m = self.model.model
+        for c in m.counters:
+            for info in self.tables.values():
+                if info.model.direct_counter == c.name:
+                    c.direct_table = info.name
+        for mt in m.meters:
+            for info in self.tables.values():
+                if info.model.direct_meter == mt.name:
+                    mt.direct_table = info.name
+        for p in m.action_profiles:
+            p.table_names = self.profile_tables.get(p.name, [])
+        for name, t in self.digest_types.items():
+            m.digests.append(cp.Digest(name, fields=[cp.StructField(n, bit_width(ft))
+                                                     for n, ft in t.fields]))
+        for t in self.info.structs:
+            ch = A.annotation_string(t.annotations, "controller_header")
+            if ch is not None:
+                m.controller_headers.append(cp.ControllerHeader(
+                    ch, [a for a in t.annotations if a.name != "controller_header"], None,
+                    [cp.StructField(n, bit_width(ft)) for n, ft in t.fields], t.name))
+        return m
+
+
+def generate(info: ProgramInfo, program: str, reporter: Reporter):
+    """Returns (python source, ControlPlaneModel, field lists) or reports errors."""
+    gen = CodeGen(info, program, reporter)
+    body = Emitter()
+    try:
+        gen.em = body
+        body.level = 1
+        for role in ("parser", "verify_checksum", "ingress", "egress", "compute_checksum",
+                     "deparser"):
+            decl = info.blocks.get(role)
+            if decl is None:
+                raise Unsupported(None, f"V1Switch without a {role}")
+            gen.gen_stage(role, decl, info.block_args.get(role, []))
+        gen.gen_functions()
+    except Unsupported as e:
+        reporter.unsupported(e.pos, e.what)
+        return None
+    out = Emitter()
+    for line in PRELUDE.splitlines():
+        out.line(line)
+    gen_struct_classes(out, info.structs)
+    out.line("def make(_state, _config):")
+    with out.indent():
+        out.line("_tables = _state.tables")
+        out.line("_profiles = _state.action_profiles")
+        out.line("_counters = _state.counters")
+        out.line("_meters = _state.meters")
+        out.line("_registers = _state.registers")
+        out.line("_DROP = _config.drop_port")
+        out.line("_LOG = _config.log")
+        out.line("_now = _config.now_us")
+        for expr, var in gen.bindings.items():
+            out.line(f"{var} = {expr}")
+    out.lines.extend(body.lines)
+    with out.indent():
+        h, m = info.headers_type, info.meta_type
+        sm = info.types.get("standard_metadata_t")
+        out.line("return {")
+        for role in ("parser", "verify_checksum", "ingress", "egress", "compute_checksum",
+                     "deparser"):
+            out.line(f"    {role!r}: {role},")
+        out.line(f"    'new_headers': {class_name(h) if h else 'None'},")
+        out.line(f"    'new_meta': {class_name(m) if m else 'None'},")
+        out.line(f"    'new_sm': {class_name(sm)},")
+        out.line("}")
+    model = gen.finish_model()
+    return out.source(), model
+
+
+__all__ = ["BlockType", "generate", "zero_value"]

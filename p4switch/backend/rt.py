@@ -1,0 +1,133 @@
+"""Helpers the generated code calls at run time (per packet; keep them small and fast)."""
+
+from __future__ import annotations
+
+import random as _random
+from dataclasses import dataclass, field
+
+from ..runtime.hashing import ALGORITHMS
+
+
+class ParserError(Exception):
+    """Raised inside a generated parser; `code` is the P4 error's number."""
+
+    def __init__(self, code: int):
+        super().__init__(code)
+        self.code = code
+
+
+class AssertFailed(Exception):
+    """A v1model assert()/assume() failed (BMv2 aborts; the engine drops the packet)."""
+
+
+class HeaderStack:
+    __slots__ = ("items", "next_index")
+
+    def __init__(self, items: list):
+        self.items = items
+        self.next_index = 0
+
+    def _copy(self) -> HeaderStack:
+        c = HeaderStack([h._copy() for h in self.items])
+        c.next_index = self.next_index
+        return c
+
+    def _assign(self, other: HeaderStack) -> None:
+        for mine, theirs in zip(self.items, other.items, strict=False):
+            mine._assign(theirs)
+        self.next_index = other.next_index
+
+    def _eq(self, other: HeaderStack) -> bool:
+        return all(a._eq(b) for a, b in zip(self.items, other.items, strict=False))
+
+    def _emit(self, out: bytearray) -> None:
+        for h in self.items:
+            h._emit(out)
+
+    def _zero(self) -> None:
+        for h in self.items:
+            h._valid = False
+        self.next_index = 0
+
+    def push_front(self, count: int) -> None:
+        items = self.items
+        n = len(items)
+        for i in range(n - 1, -1, -1):
+            if i >= count:
+                items[i]._assign(items[i - count])
+            else:
+                items[i]._valid = False
+        self.next_index = min(self.next_index + count, n)
+
+    def pop_front(self, count: int) -> None:
+        items = self.items
+        n = len(items)
+        for i in range(n):
+            if i + count < n:
+                items[i]._assign(items[i + count])
+            else:
+                items[i]._valid = False
+        self.next_index = max(self.next_index - count, 0)
+
+
+@dataclass
+class PacketContext:
+    """Per-packet state the externs and the engine share."""
+
+    length: int = 0  # standard_metadata.packet_length as received
+    payload: bytes = b""
+    clone: tuple[int, int] | None = None  # (session, field list or -1)
+    resubmit: int | None = None  # field list index
+    recirculate: int | None = None
+    truncate: int | None = None
+    digests: list = field(default_factory=list)  # (name, values)
+    parser_offset: int = 0
+
+
+def signed(value: int, width: int) -> int:
+    value &= (1 << width) - 1
+    return value - (1 << width) if value >> (width - 1) else value
+
+
+def shl(value: int, amount: int, width: int) -> int:
+    return (value << amount) & ((1 << width) - 1) if amount < width else 0
+
+
+def shl_signed(value: int, amount: int, width: int) -> int:
+    return signed(value << amount, width) if amount < width else 0
+
+
+def div(a: int, b: int) -> int:
+    return a // b if b else 0
+
+
+def mod(a: int, b: int) -> int:
+    return a % b if b else 0
+
+
+def pack_bits(fields: list[tuple[int, int]]) -> bytes:
+    acc = 0
+    nbits = 0
+    for value, width in fields:
+        acc = (acc << width) | (value & ((1 << width) - 1))
+        nbits += width
+    pad = -nbits % 8
+    return (acc << pad).to_bytes((nbits + pad) // 8, "big")
+
+
+def run_hash(algo: str, data: bytes) -> int:
+    return ALGORITHMS[algo](data)
+
+
+def rand(lo: int, hi: int) -> int:
+    return _random.randint(lo, hi)
+
+
+def format_log(msg: str, values: tuple) -> str:
+    out = []
+    parts = msg.split("{}")
+    for i, part in enumerate(parts):
+        out.append(part)
+        if i < len(parts) - 1:
+            out.append(str(values[i]) if i < len(values) else "{}")
+    return "".join(out)

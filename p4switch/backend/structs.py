@@ -1,0 +1,155 @@
+"""Python classes for P4 headers and structs (slots; extract/emit for headers)."""
+
+from __future__ import annotations
+
+from ..frontend.types import Bits, BoolType, EnumType, ErrorType, P4Type, StackType, StructType, TupleType, bit_width
+from .emitter import Emitter, py_ident
+
+
+def class_name(t: StructType) -> str:
+    return ("H_" if t.kind == "header" else "S_") + py_ident(t.name)
+
+
+def zero_value(t: P4Type) -> str:
+    """Source of a fresh zero/invalid value of type t."""
+    if isinstance(t, StructType):
+        return f"{class_name(t)}()"
+    if isinstance(t, StackType):
+        return f"HeaderStack([{class_name(t.elem)}() for _ in range({t.size})])"
+    if isinstance(t, BoolType):
+        return "False"
+    if isinstance(t, TupleType):
+        return "(" + "".join(zero_value(e) + ", " for e in t.elems) + ")"
+    return "0"
+
+
+def is_aggregate(t: P4Type) -> bool:
+    return isinstance(t, (StructType, StackType))
+
+
+def gen_struct_classes(em: Emitter, structs: list[StructType]) -> None:
+    for t in structs:
+        if t.kind == "header_union":
+            continue
+        _gen_class(em, t)
+
+
+def _gen_class(em: Emitter, t: StructType) -> None:
+    cls = class_name(t)
+    names = [py_ident(n) for n, _ in t.fields]
+    header = t.kind == "header"
+    slots = (["_valid"] if header else []) + names
+    em.line(f"class {cls}:")
+    with em.indent():
+        em.line(f"__slots__ = {tuple(slots)!r}")
+        em.line(f"_p4name = {t.name!r}")
+        em.line(f"_fields = {tuple(n for n, _ in t.fields)!r}")
+        em.line("def __init__(self):")
+        with em.indent():
+            if header:
+                em.line("self._valid = False")
+            for n, (_, ft) in zip(names, t.fields, strict=False):
+                em.line(f"self.{n} = {zero_value(ft)}")
+        em.line("def _copy(self):")
+        with em.indent():
+            em.line(f"c = {cls}.__new__({cls})")
+            if header:
+                em.line("c._valid = self._valid")
+            for n, (_, ft) in zip(names, t.fields, strict=False):
+                suffix = "._copy()" if is_aggregate(ft) else ""
+                em.line(f"c.{n} = self.{n}{suffix}")
+            em.line("return c")
+        em.line("def _assign(self, o):")
+        with em.indent():
+            if header:
+                em.line("self._valid = o._valid")
+            for n, (_, ft) in zip(names, t.fields, strict=False):
+                if is_aggregate(ft):
+                    em.line(f"self.{n}._assign(o.{n})")
+                else:
+                    em.line(f"self.{n} = o.{n}")
+        em.line("def _eq(self, o):")
+        with em.indent():
+            parts = []
+            if header:
+                em.line("if not self._valid and not o._valid: return True")
+                parts.append("self._valid == o._valid")
+            for n, (_, ft) in zip(names, t.fields, strict=False):
+                parts.append(f"self.{n}._eq(o.{n})" if is_aggregate(ft)
+                             else f"self.{n} == o.{n}")
+            em.line("return " + (" and ".join(parts) or "True"))
+        em.line("def _values(self):")
+        with em.indent():
+            em.line("return (" + "".join(f"self.{n}, " for n in names) + ")")
+        em.line("@classmethod")
+        em.line("def _of(cls, vals):")
+        with em.indent():
+            em.line("c = cls()")
+            if header:
+                em.line("c._valid = True")
+            for i, (n, (_, ft)) in enumerate(zip(names, t.fields, strict=False)):
+                if is_aggregate(ft):
+                    em.line(f"c.{n}._assign(vals[{i}])")
+                else:
+                    em.line(f"c.{n} = vals[{i}]")
+            em.line("return c")
+        if header:
+            _gen_header_io(em, t, names)
+        else:
+            em.line("def _emit(self, out):")
+            with em.indent():
+                for n, (_, ft) in zip(names, t.fields, strict=False):
+                    if is_aggregate(ft):
+                        em.line(f"self.{n}._emit(out)")
+    em.line("")
+
+
+def _gen_header_io(em: Emitter, t: StructType, names: list[str]) -> None:
+    total = t.width
+    nbytes = total // 8
+    em.line(f"_nbytes = {nbytes}")
+    em.line("def _extract(self, data, off):")
+    with em.indent():
+        em.line(f"v = int.from_bytes(data[off:off + {nbytes}], 'big')")
+        shift = total
+        for n, (_, ft) in zip(names, t.fields, strict=False):
+            w = bit_width(ft)
+            shift -= w
+            raw = f"(v >> {shift})" if shift else "v"
+            if shift + w < total:
+                raw = f"({raw} & {hex((1 << w) - 1)})"
+            if isinstance(ft, BoolType):
+                em.line(f"self.{n} = bool({raw})")
+            elif isinstance(ft, Bits) and ft.signed:
+                em.line(f"x = {raw}")
+                em.line(f"self.{n} = x - {1 << w} if x >> {w - 1} else x")
+            else:
+                em.line(f"self.{n} = {raw}")
+        em.line("self._valid = True")
+    em.line("def _bits(self):")
+    with em.indent():
+        parts = []
+        shift = total
+        for n, (_, ft) in zip(names, t.fields, strict=False):
+            w = bit_width(ft)
+            shift -= w
+            val = f"self.{n}"
+            if isinstance(ft, Bits) and ft.signed:
+                val = f"({val} & {hex((1 << w) - 1)})"
+            elif isinstance(ft, BoolType):
+                val = f"int({val})"
+            parts.append(f"({val} << {shift})" if shift else val)
+        em.line("return " + (" | ".join(parts) or "0"))
+    em.line("def _emit(self, out):")
+    with em.indent():
+        em.line("if self._valid:")
+        with em.indent():
+            em.line(f"out += self._bits().to_bytes({nbytes}, 'big')")
+    em.line("def _zero(self):")
+    with em.indent():
+        for n, (_, ft) in zip(names, t.fields, strict=False):
+            em.line(f"self.{n} = {zero_value(ft)}")
+
+
+__all__ = ["EnumType", "ErrorType", "class_name", "gen_struct_classes", "is_aggregate",
+           "zero_value"]

@@ -1,0 +1,203 @@
+"""Tables: control-plane model entries and the generated apply code (a mixin)."""
+
+from __future__ import annotations
+
+from .. import cpmodel as cp
+from ..frontend import ast as A
+from ..frontend.symbols import ActionSym, InstanceSym
+from ..frontend.types import BoolType, bit_width
+from .env import Env
+from .expr import Unsupported
+from .model import annotations_of, explicit_id, key_name, local_name
+
+
+class TableInfo:
+    def __init__(self, name: str, var: str, model: cp.Table):
+        self.name = name
+        self.var = var
+        self.model = model
+        self.profile_var: str | None = None
+        self.selector = False
+        self.meter_decl = None  # the direct_meter instance's Instantiation
+
+
+class TableGen:
+    def bind_table(self, decl: A.TableDecl, env: Env) -> TableInfo:
+        inst = env.instance
+        key = (inst.prefix, id(decl))
+        info = self.tables.get(key)
+        if info is not None:
+            return info
+        name = local_name(decl, inst.prefix)
+        var = self.closure(f"_tables[{name!r}]", "T")
+        m = cp.Table(name, annotations_of(decl.annotations), explicit_id(decl.annotations))
+        for k in decl.keys or []:
+            t = k.expr.type
+            mf = cp.MatchField(key_name(k), annotations_of(k.annotations),
+                               explicit_id(k.annotations),
+                               1 if isinstance(t, BoolType) else bit_width(t), k.match_kind)
+            (m.selector_fields if k.match_kind == "selector" else m.match_fields).append(mf)
+        refs = list(decl.actions)
+        default = decl.props.get("default_action")
+        if default is None and not any(r.name == "NoAction" for r in refs):
+            noaction = self.global_scope.lookup("NoAction")
+            if isinstance(noaction, ActionSym):
+                r = A.ActionRefDecl(decl.pos, "NoAction", None,
+                                    [cp.Annotation("defaultonly")])
+                r.sym = noaction
+                refs.append(r)
+        decl.all_actions = refs
+        for r in refs:
+            sym = r.sym
+            aname = self.action_name(sym)
+            self.model.action(sym.decl, aname)
+            scope = ("TABLE_ONLY" if A.annotation(r.annotations, "tableonly") else
+                     "DEFAULT_ONLY" if A.annotation(r.annotations, "defaultonly") else
+                     "TABLE_AND_DEFAULT")
+            m.action_refs.append(cp.ActionRef(aname, list(r.annotations), None, scope))
+        if default is not None:
+            call = default.value
+            m.default_action = cp.ActionCall(
+                self.action_name(call.func.ref),
+                tuple(_const_int(a.expr) for a in call.args))
+            m.const_default_action = default.const
+        else:
+            m.default_action = cp.ActionCall("NoAction")
+        size = decl.props.get("size")
+        if size is not None:
+            m.size = size.value.const
+        impl = decl.props.get("implementation")
+        info = TableInfo(name, var, m)
+        if impl is not None:
+            isym = impl.value.ref
+            pname = local_name(isym.decl, inst.prefix)
+            m.implementation = pname
+            self.profile_tables.setdefault(pname, []).append(name)
+            info.profile_var = self.closure(f"_profiles[{pname!r}]", "P")
+            info.selector = isym.type.decl.name == "action_selector"
+        if decl.props.get("counters") is not None:
+            isym = decl.props["counters"].value.ref
+            m.direct_counter = local_name(isym.decl, inst.prefix)
+            self.direct_owner[id(isym)] = name
+        if decl.props.get("meters") is not None:
+            isym = decl.props["meters"].value.ref
+            m.direct_meter = local_name(isym.decl, inst.prefix)
+            self.direct_owner[id(isym)] = name
+            info.meter_decl = isym
+        if decl.entries is not None:
+            m.const_entries = [self.const_entry(decl, e) for e in decl.entries]
+        idle = decl.props.get("support_timeout")
+        m.idle_timeout = bool(idle is not None and idle.value.const)
+        self.model.add("tables", m)
+        self.tables[key] = info
+        return info
+
+    def const_entry(self, decl: A.TableDecl, e: A.EntryDecl) -> cp.ConstEntry:
+        keys = [k for k in decl.keys or [] if k.match_kind != "selector"]
+        fms: list[cp.FieldMatch | None] = []
+        for k, ks in zip(keys, e.keyset, strict=False):
+            w = 1 if isinstance(k.expr.type, BoolType) else bit_width(k.expr.type)
+            fms.append(_field_match(k.match_kind, ks, w))
+        ref = next(r for r in decl.all_actions if r.name == e.action)
+        call = cp.ActionCall(self.action_name(ref.sym), tuple(_const_int(a.expr) for a in e.args))
+        return cp.ConstEntry(fms, call)
+
+    # ---- apply ---------------------------------------------------------------------------
+    def table_apply(self, decl: A.TableDecl, env: Env) -> tuple[str, str]:
+        """Emit a table apply; returns the names of the hit flag and the action-name local."""
+        info = self.bind_table(decl, env)
+        em = self.em
+        hit, entry, act, name = em.fresh("hit"), em.fresh("e"), em.fresh("a"), em.fresh("n")
+        keys = [k for k in decl.keys or [] if k.match_kind != "selector"]
+        for k in decl.keys or []:
+            self.hoist(k.expr, env)
+        if keys:
+            vals = [self._key_value(k.expr, env) for k in keys]
+            em.line(f"{entry} = {info.var}.lookup(({''.join(v + ', ' for v in vals)}))")
+        else:
+            em.line(f"{entry} = None")
+        color = em.fresh("color") if info.meter_decl is not None else None
+        em.line(f"if {entry} is None:")
+        with em.indent():
+            em.line(f"{hit} = False")
+            em.line(f"{act} = {info.var}.default_entry.action")
+            if color:
+                em.line(f"{color} = None")
+        em.line("else:")
+        with em.indent():
+            em.line(f"{hit} = True")
+            em.line(f"{act} = {entry}.action")
+            if info.model.direct_counter:
+                c = em.fresh("dc")
+                em.line(f"{c} = {entry}.direct_counter")
+                em.line(f"{c}[0] += 1")
+                em.line(f"{c}[1] += ctx.length")
+            if color:
+                em.line(f"{color} = {entry}.meter.execute(ctx.length, _now()) "
+                        f"if {entry}.meter is not None else 0")
+        if info.profile_var:
+            em.line(f"if {act}.__class__ is not _ActionCall:")
+            with em.indent():
+                h = "0"
+                if info.selector:
+                    h = self._selector_hash(decl, info, env)
+                em.line(f"{act} = {info.profile_var}.select({act}, {h})")
+            em.line(f"{name} = {act}.action if {act} is not None else None")
+        else:
+            em.line(f"{name} = {act}.action")
+        first = True
+        for r in decl.all_actions:
+            aname = self.action_name(r.sym)
+            em.line(f"{'if' if first else 'elif'} {name} == {aname!r}:")
+            first = False
+            with em.indent():
+                if color:
+                    self.meter_colors[id(info.meter_decl)] = color
+                self.inline_action(r.sym, [], env, data_args=f"{act}.args")
+        return hit, name
+
+    def _key_value(self, e: A.Expr, env: Env) -> str:
+        v = self.ex(e, env)
+        return f"int({v})" if isinstance(e.type, BoolType) else v
+
+    def _selector_hash(self, decl: A.TableDecl, info: TableInfo, env: Env) -> str:
+        fields = [k.expr for k in decl.keys or [] if k.match_kind == "selector"]
+        lst = self.field_list_pairs(fields, env)
+        return f"{info.profile_var}.selector_hash({lst})"
+
+
+def _const_int(e: A.Expr | None) -> int:
+    if e is None or e.const is None:
+        raise Unsupported(e.pos if e else None, "non-constant action argument")
+    return int(e.const) & ((1 << 64) - 1) if isinstance(e.const, bool) else int(e.const)
+
+
+def _field_match(kind: str, ks: A.Expr, w: int) -> cp.FieldMatch | None:
+    full = (1 << w) - 1
+    if isinstance(ks, A.Default):
+        return None
+    if isinstance(ks, A.Mask):
+        value, mask = int(ks.value.const) & full, int(ks.mask.const) & full
+        if kind == "lpm":
+            plen = bin(mask).count("1")
+            return cp.FieldMatch("lpm", value=value & mask, prefix_len=plen) if plen else None
+        if kind == "ternary":
+            return cp.FieldMatch("ternary", value=value & mask, mask=mask) if mask else None
+        raise Unsupported(ks.pos, f"mask keyset on a {kind} key")
+    if isinstance(ks, A.Range):
+        if kind != "range":
+            raise Unsupported(ks.pos, f"range keyset on a {kind} key")
+        return cp.FieldMatch("range", low=int(ks.lo.const), high=int(ks.hi.const))
+    value = int(ks.const) & full
+    if kind in ("exact", "optional"):
+        return cp.FieldMatch(kind, value=value)
+    if kind == "lpm":
+        return cp.FieldMatch("lpm", value=value, prefix_len=w)
+    if kind == "ternary":
+        return cp.FieldMatch("ternary", value=value, mask=full)
+    if kind == "range":
+        return cp.FieldMatch("range", low=value, high=value)
+    raise Unsupported(ks.pos, f"{kind} key in const entries")
+
+
+__all__ = ["InstanceSym", "TableGen", "TableInfo"]

@@ -1,0 +1,120 @@
+"""Public entry point of the p4switch compiler.
+
+    program = compile_program("p4src/ecmp.p4")
+    program.model                        # ControlPlaneModel, names as p4c writes them
+    engine = program.new_engine(RuntimeState(program.model), EngineConfig())
+    engine.process(port, frame_bytes)    # -> [(egress port, bytes), ...]
+
+source -> preprocess -> parse (LALR grammar) -> typed IR (checker) -> Python module (backend),
+exec'd once per program; the per-packet path never touches the syntax tree.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from .backend.program import generate
+from .cpmodel import ControlPlaneModel
+from .engine import Engine, EngineConfig
+from .frontend.check import Checker, ProgramInfo
+from .frontend.diagnostics import Diagnostic, P4CompileError, Reporter
+from .frontend.parse import parse
+from .frontend.preprocess import Preprocessed, preprocess
+
+__all__ = ["CompiledProgram", "Diagnostic", "P4CompileError", "compile_program",
+           "compile_source"]
+
+_CONFIG_FORMAT = "p4switch-device-config-1"
+
+
+class CompiledProgram:
+    def __init__(self, name: str, pre: Preprocessed, info: ProgramInfo, source: str,
+                 model: ControlPlaneModel):
+        self.name = name
+        self.model = model
+        self.python_source = source
+        self._pre = pre
+        self._info = info
+        namespace: dict = {}
+        exec(compile(source, f"<p4switch:{name}>", "exec"), namespace)
+        self._make = namespace["make"]
+        self._field_lists = _field_lists(info)
+
+    def device_config(self) -> bytes:
+        """The self-contained bundle p4switch-compile writes and SetForwardingPipelineConfig
+        carries: the preprocessed source, its line map and the program name."""
+        return json.dumps({"format": _CONFIG_FORMAT, "name": self.name,
+                           "source": self._pre.text, "line_map": self._pre.line_map},
+                          separators=(",", ":")).encode()
+
+    @classmethod
+    def from_device_config(cls, data: bytes) -> CompiledProgram:
+        try:
+            doc = json.loads(bytes(data).decode())
+            if doc.get("format") != _CONFIG_FORMAT:
+                raise ValueError("not a p4switch device config")
+            pre = Preprocessed(doc["source"], [tuple(x) for x in doc["line_map"]])
+            name = doc["name"]
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+            raise P4CompileError([Diagnostic("<device config>", 0, 0,
+                                             f"invalid device config: {e}")]) from None
+        return _compile_preprocessed(pre, name)
+
+    def new_engine(self, state, config: EngineConfig | None = None) -> Engine:
+        config = config or EngineConfig()
+        return Engine(self._make(state, config), state, config, self._field_lists)
+
+
+def compile_program(path: str | Path, include_dirs: Sequence[str | Path] = (),
+                    defines: Mapping[str, str] | None = None) -> CompiledProgram:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise P4CompileError([Diagnostic(str(path), 0, 0, f"cannot read: {e.strerror}")]) \
+            from None
+    return compile_source(text, str(path), include_dirs, defines)
+
+
+def compile_source(text: str, filename: str = "<string>",
+                   include_dirs: Sequence[str | Path] = (),
+                   defines: Mapping[str, str] | None = None) -> CompiledProgram:
+    reporter = Reporter()
+    pre = preprocess(text, filename, include_dirs, defines, reporter)
+    reporter.check()
+    return _compile_preprocessed(pre, Path(filename).stem, reporter)
+
+
+def _compile_preprocessed(pre: Preprocessed, name: str,
+                          reporter: Reporter | None = None) -> CompiledProgram:
+    reporter = reporter or Reporter()
+    prog = parse(pre, reporter)
+    reporter.check()
+    info = Checker(reporter).check_program(prog)
+    reporter.check()
+    result = generate(info, name, reporter)
+    reporter.check()
+    source, model = result
+    return CompiledProgram(name, pre, info, source, model)
+
+
+def _field_lists(info: ProgramInfo) -> dict[int, list[str]]:
+    """@field_list(i, ...) on user metadata fields -> {i: [python attribute names]}."""
+    from .backend.emitter import py_ident
+
+    lists: dict[int, list[str]] = {}
+    meta = info.meta_type
+    if meta is None:
+        return lists
+    for fname, annos in meta.field_annotations.items():
+        for a in annos:
+            if a.name != "field_list":
+                continue
+            for part in a.body.split(","):
+                try:
+                    lists.setdefault(int(part.strip(), 0), []).append(py_ident(fname))
+                except ValueError:
+                    continue
+    return lists

@@ -1,0 +1,248 @@
+"""The v1model pipeline driver, with BMv2 simple_switch's semantics.
+
+The generated code (p4switch/backend) provides the parser, the controls and the deparser;
+this module strings them together in `simple_switch`'s order (targets/simple_switch/
+simple_switch.cpp): parser -> verify checksum -> ingress -> clone (I2E) -> digests ->
+resubmit -> multicast -> drop -> enqueue; dequeue -> egress -> clone (E2E) -> drop ->
+compute checksum + deparse -> recirculate -> transmit.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .backend.rt import AssertFailed, PacketContext, ParserError
+
+NORMAL, INGRESS_CLONE, EGRESS_CLONE, COALESCED, RECIRC, REPLICATION, RESUBMIT = range(7)
+_MAX_RECIRCULATIONS = 16
+
+
+def _clock() -> Callable[[], int]:
+    start = time.monotonic_ns()
+    return lambda: (time.monotonic_ns() - start) // 1000
+
+
+@dataclass
+class EngineConfig:
+    drop_port: int = 511
+    cpu_port: int | None = None
+    priority_queues: int = 1
+    now_us: Callable[[], int] = field(default_factory=_clock)
+    log: Callable[[str], None] | None = None
+
+
+class _Packet:
+    """A packet between ingress and egress: its headers, metadata and unparsed payload."""
+
+    __slots__ = ("hdr", "length", "meta", "payload", "sm", "truncate")
+
+    def __init__(self, hdr, meta, sm, payload: bytes, length: int, truncate=None):
+        self.hdr = hdr
+        self.meta = meta
+        self.sm = sm
+        self.payload = payload
+        self.length = length  # the ingress packet length (BMv2's PACKET_LENGTH register)
+        self.truncate = truncate  # bytes to keep, from truncate() in ingress
+
+
+@dataclass
+class Queued:
+    egress_port: int
+    priority: int
+    packet: _Packet = field(repr=False, default=None)
+    recirculations: int = field(repr=False, default=0)
+
+
+class Engine:
+    def __init__(self, stages: dict, state, config: EngineConfig,
+                 field_lists: dict[int, list[str]]):
+        self.state = state
+        self.config = config
+        self._parser = stages["parser"]
+        self._verify = stages["verify_checksum"]
+        self._ingress = stages["ingress"]
+        self._egress = stages["egress"]
+        self._compute = stages["compute_checksum"]
+        self._deparser = stages["deparser"]
+        self._new_hdr = stages["new_headers"]
+        self._new_meta = stages["new_meta"]
+        self._new_sm = stages["new_sm"]
+        self._field_lists = field_lists
+        self._drop = config.drop_port
+        self._queues = config.priority_queues
+        self._now = config.now_us
+        self._log = config.log
+        self._pre = state.pre
+        self._digests = state.digests
+
+    # ---- ingress -------------------------------------------------------------------------
+    def _parse(self, ctx: PacketContext, data: bytes, port: int, instance: int, meta=None):
+        hdr = self._new_hdr()
+        meta = meta if meta is not None else self._new_meta()
+        sm = self._new_sm()
+        sm.ingress_port = port
+        sm.instance_type = instance
+        sm.packet_length = len(data)
+        sm.ingress_global_timestamp = self._now() & 0xFFFFFFFFFFFF
+        try:
+            off = self._parser(ctx, data, hdr, meta, sm)
+        except ParserError as e:
+            off = ctx.parser_offset
+            if e.code >= 0:
+                sm.parser_error = e.code
+        ctx.payload = data[off:]
+        return hdr, meta, sm
+
+    def ingress(self, port: int, data: bytes) -> list[Queued]:
+        """Run a received packet through parser, verify checksum and ingress; returns the
+        packets to enqueue (never raises on a bad packet)."""
+        return self._run_ingress(port, bytes(data), NORMAL, None, 0)
+
+    def _run_ingress(self, port: int, data: bytes, instance: int, meta, depth: int
+                     ) -> list[Queued]:
+        ctx = PacketContext(length=len(data))
+        try:
+            hdr, meta, sm = self._parse(ctx, data, port, instance, meta)
+            self._verify(ctx, hdr, meta, sm)
+            self._ingress(ctx, hdr, meta, sm)
+        except AssertFailed as e:
+            self._trace(f"assert failed at {e}; packet dropped")
+            return []
+        out: list[Queued] = []
+        if ctx.clone is not None:
+            out.extend(self._ingress_clone(ctx, data, port, meta))
+        for name, values in ctx.digests:
+            self._digests.emit(name, values)
+        if ctx.resubmit is not None:
+            if depth >= _MAX_RECIRCULATIONS:
+                return out
+            kept = self._preserved(meta, ctx.resubmit)
+            return out + self._run_ingress(0, data, RESUBMIT, kept, depth + 1)
+        pkt = _Packet(hdr, meta, sm, ctx.payload, len(data), ctx.truncate)
+        grp = sm.mcast_grp
+        if grp:
+            sm.instance_type = REPLICATION
+            out.extend(self._replicate(pkt, self._pre.replicas(grp), depth))
+            return out
+        if sm.egress_spec == self._drop:
+            return out
+        sm.instance_type = NORMAL
+        q = self._enqueue(sm.egress_spec, pkt, depth)
+        if q is not None:
+            out.append(q)
+        return out
+
+    def _enqueue(self, port: int, pkt: _Packet, depth: int) -> Queued | None:
+        prio = pkt.sm.priority
+        if prio >= self._queues:
+            self._trace("priority out of range, dropping packet")
+            return None
+        return Queued(port, prio, pkt, depth)
+
+    def _replicate(self, pkt: _Packet, replicas, depth: int) -> list[Queued]:
+        out = []
+        for port, rid in replicas:
+            copy = _Packet(pkt.hdr._copy(), pkt.meta._copy(), pkt.sm._copy(), pkt.payload,
+                           pkt.length, pkt.truncate)
+            copy.sm.egress_rid = rid
+            q = self._enqueue(port, copy, depth)
+            if q is not None:
+                out.append(q)
+        return out
+
+    def _preserved(self, meta, index: int):
+        fresh = self._new_meta()
+        for name in self._field_lists.get(index, ()):
+            value = getattr(meta, name)
+            if hasattr(value, "_copy"):
+                getattr(fresh, name)._assign(value)
+            else:
+                setattr(fresh, name, value)
+        return fresh
+
+    def _clone_targets(self, session: int):
+        return self._pre.clone_targets(session & 0xFFFF)
+
+    def _ingress_clone(self, ctx: PacketContext, data: bytes, port: int, meta) -> list[Queued]:
+        session, flist = ctx.clone
+        targets = self._clone_targets(session)
+        if not targets:
+            return []
+        cctx = PacketContext(length=len(data))
+        hdr, _, _ = self._parse(cctx, data, port, INGRESS_CLONE)
+        kept = self._preserved(meta, flist)
+        sm = self._new_sm()
+        sm.instance_type = INGRESS_CLONE
+        pkt = _Packet(hdr, kept, sm, cctx.payload, len(data))
+        return self._replicate(pkt, targets, 0)
+
+    # ---- egress --------------------------------------------------------------------------
+    def egress(self, item: Queued, enq_timestamp: int = 0, enq_qdepth: int = 0,
+               deq_qdepth: int = 0, deq_timedelta: int = 0
+               ) -> tuple[list[tuple[int, bytes]], list[Queued]]:
+        pkt = item.packet
+        sm = pkt.sm
+        sm.egress_port = item.egress_port
+        sm.enq_timestamp = enq_timestamp & 0xFFFFFFFF
+        sm.enq_qdepth = enq_qdepth & 0x7FFFF
+        sm.deq_qdepth = deq_qdepth & 0x7FFFF
+        sm.deq_timedelta = deq_timedelta & 0xFFFFFFFF
+        sm.egress_global_timestamp = self._now() & 0xFFFFFFFFFFFF
+        sm.egress_spec = self._drop + 1
+        truncate = pkt.truncate
+        sm.packet_length = pkt.length
+        ctx = PacketContext(length=sm.packet_length, payload=pkt.payload)
+        try:
+            self._egress(ctx, pkt.hdr, pkt.meta, sm)
+        except AssertFailed as e:
+            self._trace(f"assert failed at {e}; packet dropped")
+            return [], []
+        new: list[Queued] = []
+        if ctx.clone is not None:
+            new.extend(self._egress_clone(ctx, pkt))
+        if sm.egress_spec == self._drop:
+            return [], new
+        self._compute(ctx, pkt.hdr, pkt.meta, sm)
+        out = bytearray()
+        self._deparser(ctx, out, pkt.hdr, sm)
+        out += ctx.payload
+        if ctx.truncate is not None:
+            truncate = ctx.truncate
+        if truncate is not None and truncate < len(out):
+            del out[truncate:]
+        frame = bytes(out)
+        if ctx.recirculate is not None:
+            if item.recirculations >= _MAX_RECIRCULATIONS:
+                return [], new
+            kept = self._preserved(pkt.meta, ctx.recirculate)
+            return [], new + self._run_ingress(0, frame, RECIRC, kept, item.recirculations + 1)
+        return [(item.egress_port, frame)], new
+
+    def _egress_clone(self, ctx: PacketContext, pkt: _Packet) -> list[Queued]:
+        session, flist = ctx.clone
+        targets = self._clone_targets(session)
+        if not targets:
+            return []
+        sm = self._new_sm()
+        sm.instance_type = EGRESS_CLONE
+        copy = _Packet(pkt.hdr._copy(), self._preserved(pkt.meta, flist), sm, pkt.payload,
+                       pkt.length)
+        return self._replicate(copy, targets, 0)
+
+    # ---- convenience ---------------------------------------------------------------------
+    def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
+        """The whole pipeline with zero-time unbounded FIFO queues (for STF and tests)."""
+        frames: list[tuple[int, bytes]] = []
+        queue = deque(self.ingress(port, data))
+        while queue:
+            out, new = self.egress(queue.popleft())
+            frames.extend(out)
+            queue.extend(new)
+        return frames
+
+    def _trace(self, msg: str) -> None:
+        if self._log is not None:
+            self._log(msg)

@@ -1,0 +1,290 @@
+"""Type checking of statements, parser states and tables (a mixin of the Checker)."""
+
+from __future__ import annotations
+
+from . import ast as A
+from .check_expr import BOOL, UNKNOWN, Unknown
+from .symbols import ActionSym, ConstSym, InstanceSym, Scope, StateSym, VarSym
+from .types import (
+    ActionRunType,
+    Bits,
+    BoolType,
+    EnumType,
+    ErrorType,
+    ExternType,
+    IntLit,
+    MatchKindType,
+    P4Type,
+    StructType,
+    TableType,
+    VoidType,
+)
+
+_OPASSIGN = {"+=": "+", "-=": "-", "*=": "*", "&=": "&", "|=": "|", "^=": "^", "<<=": "<<",
+             "|+|=": "|+|", "|-|=": "|-|"}
+
+
+class StmtChecker:
+    def check_body(self, body: A.Block, scope: Scope, ret_type: P4Type, where: str) -> None:
+        self._ret = getattr(self, "_ret", [])
+        self._ret.append((ret_type, where))
+        for s in body.stmts:
+            self.stmt(s, scope)
+        self._ret.pop()
+
+    def stmt(self, s: A.Stmt, scope: Scope) -> None:
+        getattr(self, "_s_" + type(s).__name__)(s, scope)
+
+    def _s_Empty(self, s, scope) -> None:
+        pass
+
+    def _s_Block(self, s: A.Block, scope: Scope) -> None:
+        inner = Scope(scope)
+        for x in s.stmts:
+            self.stmt(x, inner)
+
+    def _s_VarDecl(self, s: A.VarDecl, scope: Scope) -> None:
+        t = self.resolve_type(s.tref)
+        if s.init is not None:
+            self.expr(s.init, scope)
+            self.convert(s.init, t, f"variable {s.name}: ")
+        if isinstance(t, (ExternType,)):
+            self.err(s.pos, f"variable {s.name}: cannot hold {t}")
+        s.sym = VarSym(s.name, t, s)
+        self.declare(scope, s.name, s.sym, s.pos)
+
+    def _s_ConstDecl(self, s: A.ConstDecl, scope: Scope) -> None:
+        self._d_ConstDecl(s, scope)
+
+    def _s_Assign(self, s: A.Assign, scope: Scope) -> None:
+        lt = self.expr(s.lhs, scope)
+        if s.op != "=":
+            op = _OPASSIGN[s.op]
+            s.rhs = A.Binary(s.rhs.pos, op, s.lhs, s.rhs)
+            s.op = "="
+            self.expr(s.rhs, scope)
+            self.convert(s.rhs, lt, "assignment: ")
+        else:
+            self.expr(s.rhs, scope)
+            self.convert(s.rhs, lt, "assignment: ")
+        self.check_lvalue(s.lhs, "assignment")
+
+    def _s_CallStmt(self, s: A.CallStmt, scope: Scope) -> None:
+        self.expr(s.call, scope)
+        where = self._ret[-1][1] if getattr(self, "_ret", None) else ""
+        if s.call.kind == "table_apply" and where in ("action", "function"):
+            self.err(s.pos, f"tables cannot be applied inside an {where}")
+
+    def _s_If(self, s: A.If, scope: Scope) -> None:
+        t = self.expr(s.cond, scope)
+        if not isinstance(t, (BoolType, Unknown)):
+            self.err(s.cond.pos, f"if condition must be bool, not {t}")
+        self.stmt(s.then, Scope(scope))
+        if s.other is not None:
+            self.stmt(s.other, Scope(scope))
+
+    def _s_Exit(self, s: A.Exit, scope: Scope) -> None:
+        where = self._ret[-1][1] if self._ret else "parser"
+        if where in ("parser", "function"):
+            self.err(s.pos, f"exit is not allowed in a {where}")
+
+    def _s_Return(self, s: A.Return, scope: Scope) -> None:
+        if not self._ret:
+            self.err(s.pos, "return outside a control, action or function")
+            return
+        rt, where = self._ret[-1]
+        if s.expr is None:
+            if not isinstance(rt, VoidType):
+                self.err(s.pos, f"this {where} must return a {rt}")
+            return
+        self.expr(s.expr, scope)
+        if isinstance(rt, VoidType):
+            self.err(s.pos, f"a {where} without a return type cannot return a value")
+        else:
+            self.convert(s.expr, rt, "return value: ")
+
+    def _s_Switch(self, s: A.Switch, scope: Scope) -> None:
+        t = self.expr(s.expr, scope)
+        seen = set()
+        if isinstance(t, ActionRunType):
+            names = {ref.name for ref in t.table.actions}
+            for c in s.cases:
+                if c.label is None:
+                    continue
+                if not isinstance(c.label, A.Name) or c.label.name not in names:
+                    self.err(c.label.pos, f"switch label is not an action of table "
+                                          f"{t.table.name}")
+                    continue
+                sym = scope.lookup(c.label.name)
+                c.label.ref = sym
+                if c.label.name in seen:
+                    self.err(c.label.pos, f"duplicate switch label {c.label.name}")
+                seen.add(c.label.name)
+        elif isinstance(t, (Bits, EnumType, ErrorType)):
+            for c in s.cases:
+                if c.label is None:
+                    continue
+                self.expr(c.label, scope)
+                self.convert(c.label, t, "switch label: ")
+                if c.label.const is None:
+                    self.err(c.label.pos, "switch label must be a compile-time constant")
+        elif not isinstance(t, Unknown):
+            self.err(s.expr.pos, f"cannot switch on a value of type {t}")
+        for i, c in enumerate(s.cases):
+            if c.label is None and i != len(s.cases) - 1:
+                self.err(c.pos, "default must be the last switch case")
+            if c.body is not None:
+                self.stmt(c.body, Scope(scope))
+
+    # ---- parser states -------------------------------------------------------------------
+    def check_state(self, st: A.ParserState, scope: Scope) -> None:
+        self._ret = getattr(self, "_ret", [])
+        self._ret.append((VoidType(), "parser"))
+        inner = Scope(scope)
+        for s in st.stmts:
+            self.stmt(s, inner)
+        nxt = st.next
+        if isinstance(nxt, str):
+            self._check_state_name(nxt, scope, st.pos)
+        else:
+            types = [self.expr(e, inner) for e in nxt.exprs]
+            for c in nxt.cases:
+                self._check_state_name(c.state, scope, c.pos)
+                self.check_keyset(c.keyset, nxt.exprs, types, inner, c.pos)
+        self._ret.pop()
+
+    def _check_state_name(self, name: str, scope: Scope, pos) -> None:
+        if not isinstance(scope.lookup(name), StateSym):
+            self.err(pos, f"no parser state named '{name}'")
+
+    def check_keyset(self, keyset: list[A.Expr], exprs: list, types: list, scope: Scope,
+                     pos) -> None:
+        if len(keyset) == 1 and isinstance(keyset[0], A.Default):
+            return
+        if len(keyset) == 1 and len(types) > 1 and isinstance(keyset[0], A.ListExpr):
+            keyset[:] = keyset[0].items
+        if len(keyset) != len(types):
+            self.err(pos, f"keyset has {len(keyset)} element(s), the select has {len(types)}")
+            return
+        for k, t in zip(keyset, types, strict=False):
+            parts = []
+            if isinstance(k, A.Default):
+                continue
+            if isinstance(k, A.Mask):
+                parts = [k.value, k.mask]
+            elif isinstance(k, A.Range):
+                parts = [k.lo, k.hi]
+            else:
+                parts = [k]
+            for p in parts:
+                self.expr(p, scope)
+                if isinstance(t, BoolType) and isinstance(p.type, BoolType):
+                    pass
+                else:
+                    self.convert(p, t, "keyset: ")
+                if p.const is None and not isinstance(p.type, Unknown):
+                    self.err(p.pos, "unsupported: non-constant keyset expression")
+            k.type = t
+
+    # ---- tables --------------------------------------------------------------------------
+    def table_type(self, t: A.TableDecl) -> P4Type:
+        return TableType(t)
+
+    def check_table(self, t: A.TableDecl, scope: Scope) -> None:
+        key_types = []
+        for k in t.keys or []:
+            kt = self.expr(k.expr, scope)
+            key_types.append(kt)
+            if k.match_kind not in self.info.match_kinds:
+                self.err(k.pos, f"unknown match kind {k.match_kind}")
+            if isinstance(kt, BoolType):
+                continue
+            if not isinstance(kt, (Bits, EnumType, ErrorType, Unknown)):
+                self.err(k.expr.pos, f"cannot match on a value of type {kt}")
+            elif isinstance(kt, EnumType) and kt.width is None:
+                self.err(k.expr.pos, "unsupported: matching on a non-serializable enum")
+            elif isinstance(kt, ErrorType):
+                self.err(k.expr.pos, "unsupported: matching on an error value")
+        for ref in t.actions:
+            sym = scope.lookup(ref.name)
+            if not isinstance(sym, ActionSym):
+                self.err(ref.pos, f"'{ref.name}' is not an action")
+                continue
+            ref.sym = sym
+            if ref.args:
+                self.err(ref.pos, "unsupported: arguments bound in a table's actions list")
+        names = {r.name: r for r in t.actions}
+        for name, prop in t.props.items():
+            if name == "default_action":
+                self._default_action(t, prop, names, scope)
+            elif name == "size":
+                self.expr(prop.value, scope)
+                if not isinstance(prop.value.const, int) or prop.value.const < 0:
+                    self.err(prop.value.pos, "table size must be a non-negative constant")
+            elif name in ("implementation", "counters", "meters"):
+                v = prop.value
+                if isinstance(v, A.Construct):
+                    self.err(v.pos, f"unsupported: instantiating the {name} in the table")
+                    continue
+                self.expr(v, scope)
+                if not isinstance(v.ref, InstanceSym) and not isinstance(v.type, Unknown):
+                    self.err(v.pos, f"{name} must name an extern instance")
+            elif name in ("support_timeout", "idle_timeout"):
+                self.expr(prop.value, scope)
+            elif name == "largest_priority_wins" or name == "priority_delta":
+                self.err(prop.pos, f"unsupported: table property {name}")
+            else:
+                self.err(prop.pos, f"unsupported: table property {name}")
+        if t.entries is not None:
+            kexprs = [k.expr for k in t.keys or []]
+            for e in t.entries:
+                self.check_keyset(e.keyset, kexprs, key_types, scope, e.pos)
+                ref = names.get(e.action)
+                if ref is None:
+                    self.err(e.pos, f"entry action {e.action} is not in the table's actions")
+                    continue
+                self._action_args(ref, e.args, scope, e.pos, "entry")
+            if not t.entries_const:
+                self.err(t.pos, "unsupported: non-const entries")
+            if any(a.name == "priority" for e in t.entries for a in e.annotations):
+                self.err(t.pos, "unsupported: @priority on table entries")
+
+    def _default_action(self, t: A.TableDecl, prop: A.TableProp, names: dict,
+                        scope: Scope) -> None:
+        v = prop.value
+        if isinstance(v, A.Name):
+            v = A.Call(v.pos, v, [])
+            prop.value = v
+        if not isinstance(v, A.Call) or not isinstance(v.func, A.Name):
+            self.err(prop.value.pos, "default_action must be an action call")
+            return
+        ref = names.get(v.func.name)
+        if ref is None:
+            self.err(v.pos, f"default action {v.func.name} is not in the table's actions")
+            return
+        v.func.ref = getattr(ref, "sym", None)
+        if any(a.name == "tableonly" for a in ref.annotations):
+            self.err(v.pos, f"default action {v.func.name} is @tableonly")
+        self._action_args(ref, v.args, scope, v.pos, "default action")
+
+    def _action_args(self, ref: A.ActionRefDecl, args: list[A.Arg], scope: Scope, pos,
+                     what: str) -> None:
+        sym = getattr(ref, "sym", None)
+        if sym is None:
+            return
+        params = [p for p in sym.decl.params if not p.direction]
+        if len(args) != len(params):
+            self.err(pos, f"{what} {ref.name}: expects {len(params)} argument(s), "
+                          f"got {len(args)}")
+            return
+        for p, a in zip(params, args, strict=False):
+            if a.expr is None:
+                self.err(a.pos, f"{what} {ref.name}: '_' is not allowed here")
+                continue
+            self.expr(a.expr, scope)
+            self.convert(a.expr, self.resolve_type(p.tref), f"{what} {ref.name}: ")
+            if a.expr.const is None and not isinstance(a.expr.type, Unknown):
+                self.err(a.pos, f"{what} {ref.name}: argument must be a compile-time constant")
+
+
+__all__ = ["BOOL", "UNKNOWN", "ConstSym", "IntLit", "MatchKindType", "StructType", "VarSym"]
