@@ -2,7 +2,8 @@
 
 `RuntimeCli(state, tm_hooks).execute(line)` runs one command with BMv2's syntax
 (`tools/runtime_CLI.py`, `targets/simple_switch/sswitch_CLI.py`) and returns what BMv2's CLI
-prints. Bad input never raises: the result is the error message. Names are P4Info names or any
+prints. Bad input never raises: the result is the error message (after whatever BMv2 prints
+before the failing call, e.g. "Adding entry to ..."), and `failed` is set. Names are P4Info names or any
 unique dot-suffix of them (`ipv4_lpm` for `MyIngress.ipv4_lpm`).
 
 Queue commands (`set_queue_depth`, `set_queue_rate`) and `get_time_elapsed` go to `tm_hooks`,
@@ -28,6 +29,7 @@ class RuntimeCli(TableCommands):
         self.state = state
         self.tm_hooks = tm_hooks
         self.out: list[str] = []
+        self.failed = False  # whether the last execute() reported an error
 
     # ---- driver ------------------------------------------------------------------------------
 
@@ -38,19 +40,24 @@ class RuntimeCli(TableCommands):
         """Run one command line; returns its output (errors included), without a final
         newline."""
         self.out = []
+        self.failed = False
         words = line.split()
         if not words or words[0].startswith("#"):
             return ""
         handler = getattr(self, "do_" + words[0], None)
         if handler is None:
+            self.failed = True
             return f"*** Unknown syntax: {line.strip()}"
         try:
             handler(words[1:])
         except CliError as e:
+            self.failed = True
             self.out.append(str(e))
         except RuntimeApiError as e:
+            self.failed = True
             self.out.append(f"Error: {e}")
         except Exception as e:  # a defect, but the interpreter must keep serving
+            self.failed = True
             self.out.append(f"Error: internal error in {words[0]}: {type(e).__name__}: {e}")
         return "\n".join(self.out)
 

@@ -104,10 +104,10 @@ def test_table_modify_delete_clear_num_entries(cli, state):
 
 def test_table_errors(cli):
     cli.execute("table_add dmac forward 1 => 1")
-    assert cli.execute("table_add dmac forward 1 => 1").endswith(
-        "Entry has been added with handle 0") is False
-    assert "Invalid table operation (DUPLICATE_ENTRY)" in cli.execute(
-        "table_add dmac forward 1 => 1")
+    assert not cli.failed
+    out = cli.execute("table_add dmac forward 1 => 1")
+    assert cli.failed and out.splitlines()[0] == "Adding entry to exact match table dmac"
+    assert out.splitlines()[-1].startswith("Invalid table operation (DUPLICATE_ENTRY)")
     assert cli.execute("table_add nope forward 1 => 1") == "Error: Invalid table name (nope)"
     assert cli.execute("table_add dmac set_nhop 1 => 1 2") == \
         "Error: Table dmac has no action set_nhop"
@@ -128,6 +128,7 @@ def test_table_errors(cli):
     assert cli.execute("table_num_entries") == \
         "Error: Wrong number of args, expected 1 but got 0"
     assert cli.execute("no_such_command 1") == "*** Unknown syntax: no_such_command 1"
+    assert cli.failed
     assert cli.execute("") == "" and cli.execute("# comment") == ""
 
 
