@@ -184,25 +184,25 @@ def _packet_or_expect(word: str, rest: str, col: int) -> s.Statement:
     if m is None:
         raise _Error(col, f"{word}: expected a port number")
     port = int(m.group(1))
-    data_col = col + m.end()
     data = rest[m.end() :]
+    data_col = col + m.end() + len(data) - len(data.lstrip())
     bad = _PACKET_DATA.match(data)
     if bad.end() != len(data):
-        raise _Error(data_col + bad.end(), f"invalid packet data {data[bad.end()]!r}")
+        raise _Error(col + m.end() + bad.end(), f"invalid packet data {data[bad.end()]!r}")
     digits = re.sub(r"\s+", "", data)
     if word == "packet":
         if not digits:
             raise _Error(data_col, "packet: no data")
         wild = re.search(r"[*$]", data)
         if wild:
-            raise _Error(data_col + wild.start(), "packet: '*' and '$' are only allowed in expect")
+            raise _Error(col + m.end() + wild.start(), "packet: '*' and '$' are only allowed in expect")
         if len(digits) % 2:
             raise _Error(data_col, f"packet: odd number of hex digits ({len(digits)})")
         return s.Packet(port, bytes.fromhex(digits))
     exact = digits.endswith("$")
     body = digits[:-1] if exact else digits
     if "$" in body:
-        raise _Error(data_col + data.find("$"), "expect: '$' must be the last character")
+        raise _Error(col + m.end() + data.find("$"), "expect: '$' must be the last character")
     if exact and not body:
         raise _Error(data_col, "expect: '$' without data")
     return s.Expect(port, body.upper() if body else None, exact)
