@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from p4switch.runtime.cli_parsing import CliError, parse_int, port_map_str
+from p4switch.runtime.cli_profiles import ProfileCommands
 from p4switch.runtime.cli_tables import TableCommands
 from p4switch.runtime.errors import RuntimeApiError
 from p4switch.runtime.meters import MeterCell, MeterConfig
@@ -24,7 +25,7 @@ from p4switch.runtime.state import RuntimeState
 MC_CODES = {"NOT_FOUND": "INVALID_L1_HANDLE", "INVALID_ARGUMENT": "ERROR"}
 
 
-class RuntimeCli(TableCommands):
+class RuntimeCli(TableCommands, ProfileCommands):
     def __init__(self, state: RuntimeState, tm_hooks: Any = None) -> None:
         self.state = state
         self.tm_hooks = tm_hooks
