@@ -102,10 +102,14 @@ class Table:
         return len(self._entries)
 
     def clear(self) -> None:
-        """Delete every non-const entry (const tables keep theirs)."""
+        """Delete every non-const entry (const tables keep theirs). As BMv2's `table_clear`,
+        this restarts entry handles at 0."""
         for entry in list(self._entries.values()):
             if not entry.is_const:
                 self._remove(entry)
+        if not self._entries:
+            self._handles.clear()
+            self._versions.clear()
 
     # ---- BMv2 handles (runtime CLI) ----------------------------------------------------------
 

@@ -124,6 +124,8 @@ def test_modify_delete_get_and_entries_order(state):
     assert t.get((ex(7),)).handle == (1 << 24) | 0
     t.clear()
     assert t.entries() == [] and t.lookup((1,)) is None
+    t.insert(Entry(keys=(ex(5),), action=fwd(5)))
+    assert t.get((ex(5),)).handle == 0  # handles restart after a clear, as in BMv2
 
 
 def test_direct_counter_kept_on_modify(state):
