@@ -27,7 +27,7 @@ control FlowletSwitching(inout local_metadata_t meta,
         bit<16> id;
         flowlet_last_seen.read(last, meta.flow_index);
         flowlet_id.read(id, meta.flow_index);
-        if (now - last > gap_us) {
+        if (gap_us < now - last) {
             id = id + 1;
             flowlet_id.write(meta.flow_index, id);
         }

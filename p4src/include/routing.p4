@@ -28,6 +28,8 @@ control EcmpRouting(inout headers_t hdr,
         meta.hash_seed = seed;
     }
 
+    action_selector(ROUTING_SELECTOR_ALGO, 32w1024, 32w16) ecmp_selector;
+
     table hash_seed {
         actions = { set_hash_seed; }
         default_action = set_hash_seed(0);
@@ -39,7 +41,7 @@ control EcmpRouting(inout headers_t hdr,
             ROUTING_SELECTOR_KEYS
         }
         actions = { set_next_hop; drop; }
-        implementation = action_selector(ROUTING_SELECTOR_ALGO, 32w1024, 32w16);
+        implementation = ecmp_selector;
         default_action = drop();
         size = 1024;
     }
