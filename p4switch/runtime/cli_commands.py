@@ -259,14 +259,16 @@ class RuntimeCli(TableCommands, ProfileCommands):
     def do_register_read(self, args: list[str]) -> None:
         self.at_least(args, 1)
         register = self.resolve("register", args[0])
+        read = register.read_signed if register.signed else register.read
         if len(args) == 1:
-            values = (register.read(i) for i in range(register.size))
+            values = (read(i) for i in range(register.size))
             self.p(f"{args[0]}= " + ", ".join(str(v) for v in values))
             return
         self.exactly(args, 2)
         index = self._index(args[1])
         try:
-            self.p(f"{args[0]}[{index}]=", register.get(index))
+            register.get(index)  # OUT_OF_RANGE check
+            self.p(f"{args[0]}[{index}]=", read(index))
         except RuntimeApiError:
             raise CliError("Invalid register operation (INVALID_INDEX)") from None
 

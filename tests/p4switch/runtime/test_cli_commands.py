@@ -260,6 +260,8 @@ def test_counter_register_meter_commands(cli, state):
     assert cli.execute("register_read flow_reg 2") == "flow_reg[2]= 4660"
     assert cli.execute("register_read flow_reg") == "flow_reg= 0, 0, 4660, 0, 0, 0, 0, 0"
     assert cli.execute("register_read flow_reg 8") == "Invalid register operation (INVALID_INDEX)"
+    cli.execute("register_write signed_reg 1 0xfe")
+    assert cli.execute("register_read signed_reg 1") == "signed_reg[1]= -2"  # int<8>
     cli.execute("register_reset flow_reg")
     assert state.register("flow_reg").read(2) == 0
 
