@@ -1,1 +1,15 @@
-"""traffic package."""
+"""RoCEv2 traffic for the lab: framing, senders, receivers and collectives.
+
+Python API (the `fabric-lab traffic` command is a thin layer over it):
+- `traffic.headers`: scapy layers RETH and ReorderTag (the DLB tag), bound into scapy.
+- `traffic.frames`: `build_frame`, ICRC (`compute_icrc`, `icrc_ok`), `FrameTemplate`, tag add/strip.
+- `traffic.sender`: `SenderConfig` + `QueuePairConfig` -> `run_sender()` -> `SendResult`.
+- `traffic.receiver`: `ReceiverConfig` -> `run_receiver()` -> `RecvResult` (CSV/JSON writers in
+  `traffic.results`).
+- `traffic.dcqcn`, `traffic.pfc`, `traffic.reorder`: the rate control, pause and reorder logic.
+- `traffic.collectives`: schedules, rank placement (topology-aware ring, BiGraph HDRM, link
+  conflicts) and `run_collective()` over hosts.
+- `traffic.hosts` (where processes run: netns, Mininet, pid), `traffic.agent`/`traffic.worker`
+  (drive senders/receivers inside hosts), `traffic.netns` (standalone testbeds),
+  `traffic.impair` (deterministic loss/reorder/ECN/corruption relay).
+"""

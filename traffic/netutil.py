@@ -118,3 +118,24 @@ def drain(s: socket.socket) -> int:
             n += 1
     except BlockingIOError:
         return n
+
+
+def kernel_sinks(tag_proto: int, udp_port: int = 4791) -> list[socket.socket]:
+    """Sockets that keep the kernel from answering RoCE traffic with ICMP unreachables:
+    a UDP socket on the RoCE port and a raw socket for the tag protocol (both discard what
+    they get)."""
+    sinks = []
+    for kind, proto, addr in (
+        (socket.SOCK_DGRAM, 0, ("0.0.0.0", udp_port)),
+        (socket.SOCK_RAW, tag_proto, None),
+    ):
+        s = socket.socket(socket.AF_INET, kind, proto)
+        try:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+            if addr:
+                s.bind(addr)
+        except OSError:  # already held by another receiver in this namespace
+            s.close()
+            continue
+        sinks.append(s)
+    return sinks

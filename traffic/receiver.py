@@ -117,7 +117,7 @@ class Receiver:
         bpf.attach(self.sock, bpf.roce_receiver_filter())
         netutil.drain(self.sock)
         self.tx = netutil.packet_socket(config.iface)
-        self._sinks = _kernel_sinks()
+        self._sinks = netutil.kernel_sinks(TAG_IP_PROTO)
         self.flows: dict[tuple[bytes, int], _Flow] = {}
         self._head_crcs: dict[bytes, int] = {}
         self._expect = {(socket.inet_aton(e.src_ip), e.qpn): e.bytes for e in config.expect}
@@ -355,25 +355,6 @@ class Receiver:
 
 def _mac(b: memoryview) -> str:
     return ":".join(f"{x:02x}" for x in b)
-
-
-def _kernel_sinks() -> list[socket.socket]:
-    """Sockets that keep the kernel from answering RoCE traffic with ICMP unreachables:
-    a UDP socket on 4791 and a raw socket for protocol 253 (both discard what they get)."""
-    sinks = []
-    for family, kind, proto, addr in (
-        (socket.AF_INET, socket.SOCK_DGRAM, 0, ("0.0.0.0", 4791)),
-        (socket.AF_INET, socket.SOCK_RAW, TAG_IP_PROTO, None),
-    ):
-        try:
-            s = socket.socket(family, kind, proto)
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
-            if addr:
-                s.bind(addr)
-            sinks.append(s)
-        except OSError:  # already held by another receiver in this namespace
-            s.close()
-    return sinks
 
 
 def run_receiver(config: ReceiverConfig, ready: Callable[[], None] | None = None,
