@@ -46,6 +46,7 @@ class Table:
         self._versions: dict[int, int] = {}
         self._by_handle: dict[int, Entry] = {}
         self.default_entry = Entry(keys=(), action=self.initial_default())
+        self.lookup = self._index.lookup  # the hot path without a call layer (same contract)
 
     @property
     def action_names(self) -> list[str]:
