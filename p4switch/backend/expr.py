@@ -46,6 +46,9 @@ def _mask(w: int) -> str:
 
 class ExprGen:
     def ex(self, e: A.Expr, env: Env) -> str:
+        pre = self.pre.get(id(e))
+        if pre is not None:
+            return pre
         if e.const is not None and not isinstance(e.type, (StructType, TupleType)):
             return literal(e.const, e.type)
         return getattr(self, "_x_" + type(e).__name__)(e, env)
@@ -80,7 +83,9 @@ class ExprGen:
 
     def _x_Index(self, e: A.Index, env: Env) -> str:
         if isinstance(e.expr.type, StackType):
-            return f"{self.ex(e.expr, env)}.items[{self.ex(e.index, env)}]"
+            if e.index.const is not None:
+                return f"{self.ex(e.expr, env)}.items[{e.index.const}]"
+            return f"{self.ex(e.expr, env)}.at({self.ex(e.index, env)})"
         return f"{self.ex(e.expr, env)}[{self.ex(e.index, env)}]"
 
     def _x_Slice(self, e: A.Slice, env: Env) -> str:

@@ -272,6 +272,14 @@ class ExternGen:
         args = self._args(c)
         if len(args) != 1:
             raise Unsupported(c.pos, "extract of a variable-size header")
+        if args[0] is None:  # extract into `_`: parse and discard
+            t = c.type_env.get("T")
+            tmp = A.Name(c.pos, "_")
+            tmp.type = t
+            self.pre[id(tmp)] = self.em.fresh("discard")
+            self.em.line(f"{self.pre[id(tmp)]} = {class_name(t)}()")
+            self.parser_extract(tmp, env)
+            return
         self.parser_extract(args[0], env)
 
     def _m_packet_in_lookahead(self, c, obj, env):

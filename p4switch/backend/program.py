@@ -52,6 +52,7 @@ class CodeGen(ExprGen, StmtGen, TableGen, ExternGen, ParserGen):
         self.functions: dict[int, str] = {}
         self.pending_functions: list = []
         self.instances: dict[str, dict] = {}
+        self.pre: dict[int, str] = {}  # expressions already computed into a temp
 
     # ---- helpers used by the mixins -----------------------------------------------------
     def closure(self, expr: str, hint: str) -> str:

@@ -27,6 +27,14 @@ class HeaderStack:
         self.items = items
         self.next_index = 0
 
+    def at(self, index: int):
+        """Element `index`; out of range (a run-time index) gives a detached blank element,
+        so reads see zeros and writes go nowhere (as p4c's BMv2 back end compiles them)."""
+        items = self.items
+        if 0 <= index < len(items):
+            return items[index]
+        return type(items[0])()
+
     def _copy(self) -> HeaderStack:
         c = HeaderStack([h._copy() for h in self.items])
         c.next_index = self.next_index

@@ -23,7 +23,10 @@ class StmtGen:
             self.stmt(s, env)
 
     def stmt(self, s: A.Stmt, env: Env) -> None:
+        before = set(self.pre)
         getattr(self, "_g_" + type(s).__name__)(s, env)
+        for key in set(self.pre) - before:
+            del self.pre[key]
 
     def _g_Empty(self, s, env) -> None:
         pass
@@ -48,8 +51,25 @@ class StmtGen:
         self.em.line(f"{name} = {value}")
 
     def _g_Assign(self, s: A.Assign, env: Env) -> None:
+        if has_side_effects(s.rhs) or getattr(s, "compound", False):
+            self.pin_lvalue(s.lhs, env)
         self.hoist(s.rhs, env)
         self.assign(s.lhs, self.ex(s.rhs, env), env)
+
+    def pin_lvalue(self, e: A.Expr, env: Env) -> None:
+        """Evaluate the run-time indexes of an lvalue now (P4 evaluates left to right)."""
+        while isinstance(e, (A.Member, A.Index, A.Slice)):
+            if isinstance(e, A.Index) and e.index.const is None:
+                self.pin(e.index, env)
+            e = e.expr
+
+    def pin(self, e: A.Expr, env: Env) -> None:
+        if e.const is not None or id(e) in self.pre:
+            return
+        self.hoist(e, env)
+        v = self.em.fresh("v")
+        self.em.line(f"{v} = {self.ex(e, env)}")
+        self.pre[id(e)] = v
 
     def assign(self, lhs: A.Expr, value: str, env: Env) -> None:
         t = lhs.type
@@ -64,7 +84,10 @@ class StmtGen:
                       f"{bt.width})"
             self.assign(lhs.expr, new, env)
             return
+        saved = self.pre.pop(id(lhs), None)  # the target itself, never its pinned value
         target = self.ex(lhs, env)
+        if saved is not None:
+            self.pre[id(lhs)] = saved
         if is_aggregate(t):
             self.em.line(f"{target}._assign({value})")
         else:
@@ -133,7 +156,7 @@ class StmtGen:
 
     # ---- hoisting table applies out of expressions --------------------------------------
     def hoist(self, e: A.Expr, env: Env, conditional: bool = False) -> None:
-        if e is None or e.const is not None:
+        if e is None or e.const is not None or id(e) in self.pre:
             return
         if isinstance(e, A.Call):
             if e.kind == "table_apply":
@@ -149,9 +172,14 @@ class StmtGen:
                                              "evaluated operand")
                 e.hoisted = self.function_call(e, env)
                 return
-            for a in e.args:
-                self.hoist(a.expr, env, conditional)
+            args = [a.expr for a in e.args if a.expr is not None]
+            self.pin_before_effects(args, env)
+            for a in args:
+                self.hoist(a, env, conditional)
             return
+        kids = list(_children(e)) if not isinstance(e, A.Call) else []
+        if not isinstance(e, A.Cond) and not (isinstance(e, A.Binary) and e.op in ("&&", "||")):
+            self.pin_before_effects(kids, env)
         if isinstance(e, A.Binary) and e.op in ("&&", "||"):
             self.hoist(e.left, env, conditional)
             self.hoist(e.right, env, True)
@@ -163,6 +191,13 @@ class StmtGen:
             return
         for child in _children(e):
             self.hoist(child, env, conditional)
+
+    def pin_before_effects(self, operands: list[A.Expr], env: Env) -> None:
+        """Operands evaluated before one with side effects are computed into temps first."""
+        last = max((i for i, x in enumerate(operands) if has_side_effects(x)), default=0)
+        for x in operands[:last]:
+            if not has_side_effects(x) and not is_aggregate(x.type):
+                self.pin(x, env)
 
     # ---- calls ---------------------------------------------------------------------------
     def call_stmt(self, c: A.Call, env: Env) -> None:
@@ -231,7 +266,7 @@ class StmtGen:
             value = self.ex(a, env)
             agg = is_aggregate(t) or isinstance(a.type, (StructType, StackType))
             if agg and p.direction in ("", "in"):
-                if _simple_path(a):
+                if by_ref_ok and _simple_path(a):
                     inner.bind(sym, value)
                     continue
             if agg and by_ref_ok and p.direction == "inout" and _simple_path(a) and \
@@ -247,9 +282,19 @@ class StmtGen:
                 self.em.line(f"{name} = {value}")
             inner.bind(sym, name)
             if p.direction in ("out", "inout"):
-                target = self.ex(a, env)
-                copyouts.append(f"{target}._assign({name})" if agg else f"{target} = {name}")
+                copyouts.extend(self.capture(lambda a=a, name=name: self.assign(a, name, env)))
         return copyouts
+
+    def capture(self, fn) -> list[str]:
+        """The lines fn emits, unindented, instead of emitting them."""
+        em = self.em
+        saved = em.lines, em.level
+        em.lines, em.level = [], 0
+        try:
+            fn()
+            return em.lines
+        finally:
+            em.lines, em.level = saved
 
     def run_inlined(self, stmts: list[A.Stmt], inner: Env, copyouts: list[str],
                     ret_var: str | None = None) -> None:
@@ -371,6 +416,19 @@ def _has_return(stmts) -> bool:
         if isinstance(s, A.Switch) and any(c.body and _has_return([c.body]) for c in s.cases):
             return True
     return False
+
+
+def has_side_effects(e: A.Expr | None) -> bool:
+    if e is None or e.const is not None:
+        return False
+    if isinstance(e, A.Call):
+        if e.kind == "table_apply":
+            return True
+        if e.kind == "function" and any(p.direction in ("out", "inout")
+                                        for p in e.func.ref.decl.proto.params):
+            return True
+        return any(has_side_effects(a.expr) for a in e.args)
+    return any(has_side_effects(c) for c in _children(e))
 
 
 def _children(e: A.Expr):

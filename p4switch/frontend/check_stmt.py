@@ -62,6 +62,7 @@ class StmtChecker:
             op = _OPASSIGN[s.op]
             s.rhs = A.Binary(s.rhs.pos, op, s.lhs, s.rhs)
             s.op = "="
+            s.compound = True  # the target is evaluated once
             self.expr(s.rhs, scope)
             self.convert(s.rhs, lt, "assignment: ")
         else:
