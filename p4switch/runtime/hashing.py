@@ -25,14 +25,27 @@ def _crc16_arc_table() -> tuple[int, ...]:
 
 
 _CRC16_TABLE = _crc16_arc_table()
+_CRC16_PAIRS: list[int] = []  # two bytes per step, built on first use
+
+
+def _crc16_pair_table() -> list[int]:
+    # Two steps of the reflected update from crc c over bytes b0, b1 depend only on
+    # x = (c ^ b0) & 0xFF and y = ((c >> 8) ^ b1): c2 = (T[x] >> 8) ^ T[y ^ (T[x] & 0xFF)].
+    t = _CRC16_TABLE
+    return [(t[x] >> 8) ^ t[y ^ (t[x] & 0xFF)] for y in range(256) for x in range(256)]
 
 
 def crc16(data: bytes) -> int:
     """CRC-16/ARC, BMv2's `crc16`."""
+    if not _CRC16_PAIRS:
+        _CRC16_PAIRS.extend(_crc16_pair_table())
+    pairs = _CRC16_PAIRS
+    n = len(data)
     crc = 0
-    table = _CRC16_TABLE
-    for byte in data:
-        crc = (crc >> 8) ^ table[(crc ^ byte) & 0xFF]
+    for word in struct.unpack_from(f"<{n >> 1}H", data):
+        crc = pairs[crc ^ word]
+    if n & 1:
+        crc = (crc >> 8) ^ _CRC16_TABLE[(crc ^ data[-1]) & 0xFF]
     return crc
 
 
