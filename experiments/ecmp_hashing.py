@@ -90,9 +90,12 @@ def plot(result: ResultDir) -> list[Path]:
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for links in sorted({int(r["links"]) for r in rows}):
         flows = sorted({int(r["flows"]) for r in rows if int(r["links"]) == links})
-        measured = [statistics.mean(float(r["imbalance"]) for r in rows
-                                    if int(r["links"]) == links and int(r["flows"]) == f) for f in flows]
-        line, = ax.plot(flows, measured, "o-", label=f"{links} links: ECMP in ecmp.p4")
+        samples = [[float(r["imbalance"]) for r in rows if int(r["links"]) == links and int(r["flows"]) == f]
+                   for f in flows]
+        means = [statistics.mean(s) for s in samples]
+        errors = [statistics.stdev(s) / len(s) ** 0.5 if len(s) > 1 else 0.0 for s in samples]
+        line = ax.errorbar(flows, means, yerr=errors, fmt="o-", capsize=3,
+                           label=f"{links} links: ECMP in ecmp.p4 (mean ± s.e.)").lines[0]
         ax.plot(flows, [expected_imbalance(f, links) for f in flows], "--", color=line.get_color(),
                 label=f"{links} links: balls into bins")
     ax.axhline(1.0, color="grey", lw=0.8)

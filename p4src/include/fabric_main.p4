@@ -45,12 +45,12 @@ control FabricIngress(inout headers_t hdr,
         if (hdr.ipv4.isValid()) {
             flow_key.apply(hdr, meta);
 #ifdef LB_MODE_DLB
-            flow_index.apply(hdr, meta);
+            flow_index.apply(meta);
             reorder_tagging.apply(hdr, meta, standard_metadata);
             load_balancing.apply(meta);
 #endif
 #ifdef LB_MODE_FLOWLET
-            flow_index.apply(hdr, meta);
+            flow_index.apply(meta);
             load_balancing.apply(meta, standard_metadata);
 #endif
         }

@@ -7,8 +7,9 @@
 struct local_metadata_t {
     bit<16>     l4_src_port;
     bit<16>     l4_dst_port;
-    ipv4_addr_t flow_dst;     /* copy of the destination, hashed by the ECMP selector */
+    bit<32>     flow_hash;    /* CRC-32 of the 5-tuple */
     bit<16>     hash_seed;    /* per-switch seed, set by the controller */
+    bit<16>     ecmp_key;     /* the flow hash as this switch sees it (seeded), hashed by ECMP */
     bit<16>     lb_entropy;   /* load-balancing entropy: 0 (ECMP), flowlet id, or per-packet count */
     bit<32>     flow_index;   /* hash of the 5-tuple, indexes per-flow registers */
     /* Carried into the egress clone that becomes a PFC frame (field list 1). */

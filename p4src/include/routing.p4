@@ -1,7 +1,10 @@
 /* ECMP routing: IPv4 LPM to next-hop groups through an action selector.
- * The selector hashes a per-switch seed, the 5-tuple (the UDP source port carries the RoCEv2 flow
- * entropy) and meta.lb_entropy, which a load-balancing control may set before routing
- * (flowlet switching puts the flowlet id there). */
+ * The selector hashes the switch's view of the 5-tuple hash (the UDP source port carries the RoCEv2
+ * flow entropy) and meta.lb_entropy, which a load-balancing control may set before routing
+ * (flowlet switching puts the flowlet id there).
+ * Seeding: CRCs are linear, so XOR-ing or prepending a seed only permutes the buckets of a
+ * power-of-two group and two tiers stay polarised. The seed instead selects which 16 bits of the
+ * 32-bit flow hash this switch uses (seed[3:0] is a shift), as switch ASICs select hash bits. */
 #ifndef FABRIC_ROUTING_P4
 #define FABRIC_ROUTING_P4
 
@@ -10,7 +13,7 @@
 #define ROUTING_SELECTOR_ALGO HashAlgorithm.crc16
 #endif
 #ifndef ROUTING_SELECTOR_KEYS
-#define ROUTING_SELECTOR_KEYS meta.hash_seed: selector; hdr.ipv4.src_addr: selector; meta.flow_dst: selector; hdr.ipv4.protocol: selector; meta.l4_src_port: selector; meta.l4_dst_port: selector; meta.lb_entropy: selector;
+#define ROUTING_SELECTOR_KEYS meta.ecmp_key: selector; meta.lb_entropy: selector;
 #endif
 
 control EcmpRouting(inout headers_t hdr,
@@ -52,6 +55,7 @@ control EcmpRouting(inout headers_t hdr,
             return;
         }
         hash_seed.apply();
+        meta.ecmp_key = (bit<16>) (meta.flow_hash >> meta.hash_seed[3:0]) ^ meta.hash_seed;
         ipv4_lpm.apply();
     }
 }
