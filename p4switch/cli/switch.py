@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 
 from p4switch.switch.options import OptionsError, parse_args
@@ -18,7 +20,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from p4switch.switch.process import run_switch
 
-    return run_switch(opts)
+    status = run_switch(opts)
+    # Everything is closed by now; skip the interpreter's teardown (joining gRPC's internal
+    # threads) so that SIGTERM ends the process promptly.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
 
 
 if __name__ == "__main__":

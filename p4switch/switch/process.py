@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import signal
 import sys
+import time
 from types import FrameType
 
 from p4switch.switch.dataplane import Dataplane
@@ -127,9 +128,11 @@ class Switch:
             self.dataplane.stop()
 
     def close(self) -> None:
+        t0 = time.monotonic()
         if self.grpc is not None:
             self.grpc.stop()
             self.grpc = None
+        log.debug("gRPC server stopped in %.3f s", time.monotonic() - t0)
         if self.cli_server is not None:
             self.cli_server.close()
             self.cli_server = None

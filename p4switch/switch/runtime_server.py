@@ -28,11 +28,6 @@ from p4switch.switch.tm import TrafficManager
 log = logging.getLogger("p4switch.runtime_cli")
 
 
-# How the runtime interpreter's output starts when the command failed (it returns BMv2's
-# messages instead of raising).
-ERROR_PREFIXES = ("Error", "Invalid", "*** ", "unsupported:")
-
-
 class CommandError(Exception):
     """A runtime command was rejected; the message says why."""
 
@@ -175,7 +170,7 @@ class RuntimeCommandServer:
             if interp is None:
                 raise CommandError(f"{argv[0]}: no P4 program is loaded")
             output = interp.execute(line) or ""
-            if output.startswith(ERROR_PREFIXES):
+            if interp.failed:
                 raise CommandError(output)
             return output
 

@@ -104,7 +104,10 @@ def recv_frames(sock: socket.socket, timeout: float, count: int | None = None,
         r, _, _ = select.select([sock], [], [], left)
         if not r:
             break
-        data = sock.recv(65536)
+        try:
+            data = sock.recv(65536)
+        except OSError:  # ENETDOWN once after the interface went down
+            continue
         if match is None or match(data):
             out.append(data)
     return out
@@ -116,6 +119,8 @@ def drain(sock: socket.socket) -> None:
         while True:
             sock.recv(65536)
     except BlockingIOError:
+        pass
+    except OSError:  # ENETDOWN once after the interface went down
         pass
     finally:
         sock.setblocking(True)

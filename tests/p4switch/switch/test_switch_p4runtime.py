@@ -208,7 +208,7 @@ def test_reads_return_canonical_entities(rig):
     assert rig.forwards(1, 2)
     d = c.read(pb.Entity(direct_counter_entry=pb.DirectCounterEntry(table_entry=pb.TableEntry(
         table_id=rig.id("tables", "TestIngress.fwd")))))
-    assert [(x.data.packet_count > 0) for x in d] == [True]
+    assert [x.direct_counter_entry.data.packet_count for x in d] == [1]
     default = c.read(pb.Entity(table_entry=pb.TableEntry(
         table_id=rig.id("tables", "TestIngress.fwd"), is_default_action=True)))
     assert default[0].table_entry.action.action.action_id == rig.id("actions", "TestIngress.drop")

@@ -82,6 +82,7 @@ control TestIngress(inout headers_t hdr, inout metadata_t meta,
     counter(512, CounterType.packets_and_bytes) rx_port_counter;
     register<bit<32>>(16) scratch;
     direct_counter(CounterType.packets_and_bytes) fwd_counter;
+    action_selector(HashAlgorithm.crc16, 32w64, 32w10) lb_selector;
 
     action drop() {
         mark_to_drop(standard_metadata);
@@ -111,7 +112,7 @@ control TestIngress(inout headers_t hdr, inout metadata_t meta,
             hdr.ethernet.ether_type: selector;
         }
         actions = { forward; drop; }
-        implementation = action_selector(HashAlgorithm.crc16, 32w64, 32w10);
+        implementation = lb_selector;
         size = 64;
     }
 
