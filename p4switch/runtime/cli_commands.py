@@ -22,6 +22,25 @@ from p4switch.runtime.errors import RuntimeApiError
 from p4switch.runtime.meters import MeterCell, MeterConfig
 from p4switch.runtime.state import RuntimeState
 
+# BMv2 CLI commands this interpreter knows but does not implement, and why
+UNSUPPORTED = {
+    "table_indirect_set_default": "default members of indirect tables",
+    "table_indirect_set_default_with_group": "default groups of indirect tables",
+    "table_indirect_reset_default": "default entries of indirect tables",
+    "table_set_timeout": "entry timeouts (idle timeout)",
+    "mc_set_lag_membership": "LAG in the packet replication engine",
+    "load_new_config_file": "loading a BMv2 JSON config",
+    "swap_configs": "swapping configs",
+    "write_config_to_file": "BMv2 JSON configs",
+    "serialize_state": "state serialization",
+    "set_crc16_parameters": "crc16_custom parameters",
+    "set_crc32_parameters": "crc32_custom parameters",
+    "set_toeplitz_hash_key": "the toeplitz hash",
+    "pvs_add": "parser value sets", "pvs_remove": "parser value sets",
+    "pvs_get": "parser value sets", "pvs_clear": "parser value sets",
+    "show_pvs": "parser value sets",
+}
+
 MC_CODES = {"NOT_FOUND": "INVALID_L1_HANDLE", "INVALID_ARGUMENT": "ERROR"}
 
 
@@ -48,6 +67,8 @@ class RuntimeCli(TableCommands, ProfileCommands):
         handler = getattr(self, "do_" + words[0], None)
         if handler is None:
             self.failed = True
+            if words[0] in UNSUPPORTED:
+                return f"Error: unsupported: {words[0]} ({UNSUPPORTED[words[0]]})"
             return f"*** Unknown syntax: {line.strip()}"
         try:
             handler(words[1:])

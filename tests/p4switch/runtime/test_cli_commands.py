@@ -129,6 +129,8 @@ def test_table_errors(cli):
         "Error: Wrong number of args, expected 1 but got 0"
     assert cli.execute("no_such_command 1") == "*** Unknown syntax: no_such_command 1"
     assert cli.failed
+    assert cli.execute("pvs_add vs 1") == "Error: unsupported: pvs_add (parser value sets)"
+    assert cli.failed
     assert cli.execute("") == "" and cli.execute("# comment") == ""
 
 
