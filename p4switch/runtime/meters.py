@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from p4switch.runtime.errors import invalid, out_of_range
+from p4switch.runtime.errors import invalid, out_of_range, unimplemented
 
 GREEN, YELLOW, RED = 0, 1, 2
 
@@ -34,6 +34,8 @@ class MeterConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 0:
                 raise invalid(f"meter {name} must be a non-negative integer, got {value!r}")
+        if max(self.cburst, self.pburst) > 0xFFFFFFFF:
+            raise unimplemented("meter burst sizes above 2**32 - 1 are not supported")
         if self.pir < self.cir:
             raise invalid(f"meter PIR {self.pir} is below CIR {self.cir}")
 

@@ -62,8 +62,15 @@ def test_byte_meter_and_cli_rates():
     with pytest.raises(RuntimeApiError) as e:
         cell.set_rates([(0.5, 10), (0.25, 10)])
     assert e.value.code == "INVALID_ARGUMENT"  # PIR below CIR
-    with pytest.raises(RuntimeApiError):
+    with pytest.raises(RuntimeApiError) as e:
         MeterCell("bytes").set_config(MeterConfig(10, 1, 5, 1))
+    assert e.value.code == "INVALID_ARGUMENT"
+    with pytest.raises(RuntimeApiError) as e:
+        MeterCell("bytes").set_config(MeterConfig(10, 1 << 32, 20, 1))
+    assert e.value.code == "UNIMPLEMENTED"  # as PI: bursts are 32-bit
+    with pytest.raises(RuntimeApiError) as e:
+        MeterCell("bytes").set_config(MeterConfig(-5, 1, 20, 1))
+    assert e.value.code == "INVALID_ARGUMENT"
 
 
 def test_direct_meter_per_entry(state):
