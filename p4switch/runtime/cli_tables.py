@@ -30,6 +30,8 @@ PROFILE_CODES = {"NOT_FOUND": "INVALID_MBR_HANDLE", "FAILED_PRECONDITION": "MBR_
 
 def table_error(e: RuntimeApiError, codes: dict[str, str]) -> CliError:
     name = codes.get(e.code, "ERROR")
+    if name == "IMMUTABLE_TABLE_ENTRIES" and "const entries" not in e.message:
+        name = "ERROR"  # e.g. an action scope violation
     return CliError(f"Invalid table operation ({name}): {e.message}")
 
 

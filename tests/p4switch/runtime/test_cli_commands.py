@@ -125,6 +125,8 @@ def test_table_errors(cli):
         "table_add acl forward 0&&&0 0&&&0 9->8 => 1 1")
     assert "DEFAULT_ACTION_IS_CONST" in cli.execute("table_set_default fixed drop")
     assert "IMMUTABLE_TABLE_ENTRIES" in cli.execute("table_add fixed forward 0x806 => 1")
+    assert "Invalid table operation (ERROR): cannot use @defaultonly" in cli.execute(
+        "table_add scoped only_default 0x800 =>")
     assert cli.execute("table_num_entries") == \
         "Error: Wrong number of args, expected 1 but got 0"
     assert cli.execute("no_such_command 1") == "*** Unknown syntax: no_such_command 1"
