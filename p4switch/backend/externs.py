@@ -70,9 +70,11 @@ class ExternGen:
         return lst
 
     def packed_bytes(self, data: A.Expr, env: Env) -> str:
+        """A Python expression for the bytes BMv2 feeds a calculation with `data`."""
         items: list = []
         self._flatten(data, env, items)
-        if items and all(g is None for _, _, g in items):
+        guards = {g for _, _, g in items}
+        if items and len(guards) == 1:
             total = sum(w for _, w, _ in items)
             pad = -total % 8
             shift = total + pad
@@ -80,7 +82,9 @@ class ExternGen:
             for v, w, _ in items:
                 shift -= w
                 parts.append(f"({v} << {shift})" if shift else v)
-            return f"({' | '.join(parts)}).to_bytes({(total + pad) // 8}, 'big')"
+            packed = f"({' | '.join(parts)}).to_bytes({(total + pad) // 8}, 'big')"
+            (guard,) = guards
+            return packed if guard is None else f"({packed} if {guard} else b'')"
         return f"_pack_bits({self.field_list_pairs([data], env)})"
 
     # ---- calls ---------------------------------------------------------------------------
@@ -108,6 +112,8 @@ class ExternGen:
         name = t.members[e.const]
         if name not in ALGORITHMS:
             raise Unsupported(e.pos, f"hash algorithm {name}")
+        if name == "csum16":
+            return "_csum16"  # bit-exact with the runtime's, computed in C
         return self.closure(f"_ALGORITHMS[{name!r}]", "H_" + name)
 
     def _f_mark_to_drop(self, c, env):

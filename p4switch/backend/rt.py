@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random as _random
+import sys
 from dataclasses import dataclass, field
 
 from ..runtime.hashing import ALGORITHMS
@@ -121,6 +122,23 @@ def pack_bits(fields: list[tuple[int, int]]) -> bytes:
         nbits += width
     pad = -nbits % 8
     return (acc << pad).to_bytes((nbits + pad) // 8, "big")
+
+
+def csum16(data: bytes) -> int:
+    """RFC 1071 checksum (same result as runtime.hashing.csum16), summing in C: the ones'
+    complement sum is byte-order independent, so native 16-bit words are summed and the
+    folded result byte-swapped back."""
+    if len(data) & 1:
+        data = bytes(data) + b"\x00"
+    total = sum(memoryview(data).cast("H"))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    if _LITTLE:
+        total = ((total & 0xFF) << 8) | (total >> 8)
+    return ~total & 0xFFFF
+
+
+_LITTLE = sys.byteorder == "little"
 
 
 def run_hash(algo: str, data: bytes) -> int:

@@ -35,46 +35,56 @@ def gen_struct_classes(em: Emitter, structs: list[StructType]) -> None:
 
 
 def _gen_class(em: Emitter, t: StructType) -> None:
+    """Headers keep their fields in the instance dict with class-level zero defaults, so a
+    new (invalid, all-zero) header costs one allocation; structs own their nested values."""
     cls = class_name(t)
     names = [py_ident(n) for n, _ in t.fields]
     header = t.kind == "header"
-    slots = (["_valid"] if header else []) + names
     em.line(f"class {cls}:")
     with em.indent():
-        em.line(f"__slots__ = {tuple(slots)!r}")
         em.line(f"_p4name = {t.name!r}")
         em.line(f"_fields = {tuple(n for n, _ in t.fields)!r}")
-        em.line("def __init__(self):")
-        with em.indent():
-            if header:
-                em.line("self._valid = False")
-            for n, (_, ft) in zip(names, t.fields, strict=False):
-                em.line(f"self.{n} = {zero_value(ft)}")
-        em.line("def _copy(self):")
-        with em.indent():
-            em.line(f"c = {cls}.__new__({cls})")
-            if header:
-                em.line("c._valid = self._valid")
-            for n, (_, ft) in zip(names, t.fields, strict=False):
-                suffix = "._copy()" if is_aggregate(ft) else ""
-                em.line(f"c.{n} = self.{n}{suffix}")
-            em.line("return c")
-        em.line("def _assign(self, o):")
-        with em.indent():
-            if header:
-                em.line("self._valid = o._valid")
-            for n, (_, ft) in zip(names, t.fields, strict=False):
-                if is_aggregate(ft):
-                    em.line(f"self.{n}._assign(o.{n})")
-                else:
-                    em.line(f"self.{n} = o.{n}")
+        if header:
+            em.line("_valid = False")
+            for n, (_, ft) in zip(names, t.fields):
+                em.line(f"{n} = {zero_value(ft)}")
+            em.line("def _copy(self):")
+            with em.indent():
+                em.line(f"c = {cls}.__new__({cls})")
+                em.line("c.__dict__.update(self.__dict__)")
+                em.line("return c")
+            em.line("def _assign(self, o):")
+            with em.indent():
+                em.line("d = self.__dict__")
+                em.line("d.clear()")
+                em.line("d.update(o.__dict__)")
+        else:
+            em.line(f"__slots__ = {tuple(names)!r}")
+            em.line("def __init__(self):")
+            with em.indent():
+                for n, (_, ft) in zip(names, t.fields):
+                    em.line(f"self.{n} = {zero_value(ft)}")
+            em.line("def _copy(self):")
+            with em.indent():
+                em.line(f"c = {cls}.__new__({cls})")
+                for n, (_, ft) in zip(names, t.fields):
+                    suffix = "._copy()" if is_aggregate(ft) else ""
+                    em.line(f"c.{n} = self.{n}{suffix}")
+                em.line("return c")
+            em.line("def _assign(self, o):")
+            with em.indent():
+                for n, (_, ft) in zip(names, t.fields):
+                    if is_aggregate(ft):
+                        em.line(f"self.{n}._assign(o.{n})")
+                    else:
+                        em.line(f"self.{n} = o.{n}")
         em.line("def _eq(self, o):")
         with em.indent():
             parts = []
             if header:
                 em.line("if not self._valid and not o._valid: return True")
                 parts.append("self._valid == o._valid")
-            for n, (_, ft) in zip(names, t.fields, strict=False):
+            for n, (_, ft) in zip(names, t.fields):
                 parts.append(f"self.{n}._eq(o.{n})" if is_aggregate(ft)
                              else f"self.{n} == o.{n}")
             em.line("return " + (" and ".join(parts) or "True"))
@@ -87,7 +97,7 @@ def _gen_class(em: Emitter, t: StructType) -> None:
             em.line("c = cls()")
             if header:
                 em.line("c._valid = True")
-            for i, (n, (_, ft)) in enumerate(zip(names, t.fields, strict=False)):
+            for i, (n, (_, ft)) in enumerate(zip(names, t.fields)):
                 if is_aggregate(ft):
                     em.line(f"c.{n}._assign(vals[{i}])")
                 else:
@@ -98,7 +108,7 @@ def _gen_class(em: Emitter, t: StructType) -> None:
         else:
             em.line("def _emit(self, out):")
             with em.indent():
-                for n, (_, ft) in zip(names, t.fields, strict=False):
+                for n, (_, ft) in zip(names, t.fields):
                     if is_aggregate(ft):
                         em.line(f"self.{n}._emit(out)")
     em.line("")
