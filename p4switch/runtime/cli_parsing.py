@@ -192,7 +192,7 @@ def port_map_str(ports: list[str], description: str = "port") -> tuple[str, list
             n = int(text)
         except ValueError:
             n = -1
-        if n < 0:
+        if not 0 <= n < 512:  # BMv2's PRE port maps hold 512 ports
             raise CliError(f"Error: '{text}' is not a valid {description} number")
         numbers.append(n)
     numbers.sort()

@@ -21,6 +21,7 @@ from p4switch.runtime.handles import HandleAllocator
 
 MAX_P4RT_GROUP_ID = (1 << 15) - 1  # PI reserves ids from 1 << 15 for clone sessions
 MAX_CLONE_SESSION_ID = 32767
+PORT_MAP_SIZE = 512  # BMv2's PRE port maps hold ports 0..511
 
 
 @dataclass
@@ -264,11 +265,16 @@ def _check_u16(value: int, what: str) -> None:
         raise invalid(f"{what} {value!r} is not a 16-bit value")
 
 
+def _check_port(port: int, what: str = "port") -> None:
+    if not isinstance(port, int) or not 0 <= port < PORT_MAP_SIZE:
+        raise invalid(f"invalid {what} {port!r}: the replication engine handles ports "
+                      f"0..{PORT_MAP_SIZE - 1}")
+
+
 def _ports(ports: Iterable[int]) -> set[int]:
     out = set()
     for port in ports:
-        if not isinstance(port, int) or port < 0:
-            raise invalid(f"invalid port {port!r}")
+        _check_port(port)
         out.add(port)
     return out
 
@@ -295,8 +301,7 @@ def _by_rid(replicas: Iterable[tuple[int, int]]) -> dict[int, set[int]]:
     for replica in replicas:
         port, rid = replica
         _check_u16(rid, "replica instance")
-        if not isinstance(port, int) or port < 0:
-            raise invalid(f"invalid replica port {port!r}")
+        _check_port(port, "replica port")
         ports = by_rid.setdefault(rid, set())
         if port in ports:
             raise invalid(f"duplicate replica (port {port}, instance {rid})")

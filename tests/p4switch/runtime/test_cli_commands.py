@@ -223,6 +223,9 @@ def test_multicast_commands(cli, state):
     assert cli.execute("mc_node_destroy 9") == \
         "Destroying node 9\nInvalid PRE operation (INVALID_L1_HANDLE)"
     assert "duplicate port number" in cli.execute("mc_node_create 1 2 2")
+    assert "'512' is not a valid port number" in cli.execute("mc_node_create 1 512")
+    assert cli.execute("mc_node_create 70000 1").splitlines()[-1] == \
+        "Invalid PRE operation (ERROR)"
     assert "unsupported: LAG" in cli.execute("mc_node_create 1 2 | 1")
     cli.execute("mc_node_destroy 0")
     assert state.pre.replicas(1) == []

@@ -46,6 +46,8 @@ def test_p4runtime_multicast_groups():
     assert err(lambda: pre.insert_multicast_group(0, [(1, 0)])) == "INVALID_ARGUMENT"
     assert err(lambda: pre.insert_multicast_group(1 << 15, [(1, 0)])) == "OUT_OF_RANGE"
     assert err(lambda: pre.insert_multicast_group(2, [(1, 0), (1, 0)])) == "INVALID_ARGUMENT"
+    assert err(lambda: pre.insert_multicast_group(2, [(512, 0)])) == "INVALID_ARGUMENT"
+    assert err(lambda: pre.insert_multicast_group(2, [(1, 1 << 16)])) == "INVALID_ARGUMENT"
     assert err(lambda: pre.modify_multicast_group(2, [])) == "NOT_FOUND"
     assert err(lambda: pre.delete_multicast_group(2)) == "NOT_FOUND"
     # modify: instance 5 node updated in place, instance 0 removed, instance 2 appended
