@@ -54,8 +54,8 @@ def udp_frame(size: int, sport: int = 49152) -> bytes:
 def raw(iface: str) -> socket.socket:
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
     s.bind((iface, 3))
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 * 1024 * 1024)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 * 1024 * 1024)
+    s.setsockopt(socket.SOL_SOCKET, 33, 64 * 1024 * 1024)  # SO_RCVBUFFORCE (root)
+    s.setsockopt(socket.SOL_SOCKET, 32, 4 * 1024 * 1024)  # SO_SNDBUFFORCE
     s.setsockopt(263, 23, 1)  # PACKET_IGNORE_OUTGOING
     return s
 

@@ -20,9 +20,21 @@ ETH_P_ALL = 0x0003
 SOL_PACKET = 263
 PACKET_IGNORE_OUTGOING = 23
 PACKET_OUTGOING = 4
-RECV_BUF = 4 * 1024 * 1024
+SO_SNDBUFFORCE = 32
+SO_RCVBUFFORCE = 33
+RECV_BUF = 8 * 1024 * 1024
 MAX_FRAME = 65536
 BATCH = 64  # frames read from one port per wake-up
+
+
+def _set_buffers(sock: socket.socket, size: int) -> None:
+    """Socket buffers of `size` bytes; root may exceed net.core.rmem_max/wmem_max (the *FORCE
+    options), so bursts survive a busy pipeline instead of overflowing a 200 KB default."""
+    for force, plain in ((SO_RCVBUFFORCE, socket.SO_RCVBUF), (SO_SNDBUFFORCE, socket.SO_SNDBUF)):
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, force, size)
+        except OSError:
+            sock.setsockopt(socket.SOL_SOCKET, plain, size)
 
 
 class PortError(Exception):
@@ -51,8 +63,7 @@ class RawPort:
             raise PortError(f"interface {iface!r} (port {number}) does not exist") from exc
         sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
         try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECV_BUF)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, RECV_BUF)
+            _set_buffers(sock, RECV_BUF)
             # kernels before 4.20 lack it: recv_batch filters by packet type as well
             with contextlib.suppress(OSError):
                 sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
