@@ -13,6 +13,7 @@ P4Runtime in units per second; PI divides by 10^6 (`MeterConfig.from_cli_rates` 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from p4switch.runtime.errors import invalid, out_of_range, unimplemented
@@ -82,6 +83,8 @@ class MeterCell:
         if len(rates) != 2:
             raise invalid(f"a two-rate meter needs 2 rates, got {len(rates)}")
         (cir, cbs), (pir, pbs) = rates
+        if not (math.isfinite(cir) and math.isfinite(pir)):
+            raise invalid("meter rates must be finite numbers")
         if cir < 0 or pir < 0 or cbs < 0 or pbs < 0:
             raise invalid("meter rates and bursts must be non-negative")
         if pir < cir:

@@ -278,6 +278,7 @@ def test_counter_register_meter_commands(cli, state):
         "0: info rate = 0.001, burst size = 2", "1: info rate = 0.002, burst size = 4"]
     assert "INVALID_INFO_RATE_VALUE" in cli.execute("meter_set_rates port_meter 1 0.5:2 0.1:4")
     assert "expected 2 but got 1" in cli.execute("meter_set_rates port_meter 1 0.5:2")
+    assert "INVALID_INFO_RATE_VALUE" in cli.execute("meter_set_rates port_meter 1 nan:2 inf:4")
     assert "Invalid meter operation (INVALID_INDEX)" in cli.execute(
         "meter_get_rates port_meter 4")
     # direct meter: index = entry handle
