@@ -93,6 +93,8 @@ def normalize_match(mf: MatchField, fm: FieldMatch | None) -> FieldMatch | None:
         if kind == "exact":
             raise invalid(f"missing exact {name} in match key")
         return None
+    if not isinstance(fm, FieldMatch):
+        raise invalid(f"{name}: {fm!r} is not a field match")
     if fm.kind != kind:
         raise invalid(f"invalid match type for {name}: {fm.kind}, the table has {kind}")
     if kind in ("exact", "optional"):
@@ -100,7 +102,7 @@ def normalize_match(mf: MatchField, fm: FieldMatch | None) -> FieldMatch | None:
     if kind == "lpm":
         value = check_value(fm.value, w, name)
         plen = fm.prefix_len
-        if plen is None or plen < 0:
+        if not isinstance(plen, int) or plen < 0:
             raise invalid(f"{name}: prefix length cannot be < 0 (got {plen})")
         if plen > w:
             raise invalid(f"{name}: prefix length {plen} > bitwidth {w}")
