@@ -107,6 +107,10 @@ def test_p4switch_stf_exit_codes() -> None:
     invalid = command("p4switch.cli.stf", str(FWD), str(PROGRAMS / "stf_fwd_invalid.stf"))
     assert (invalid.returncode, invalid.stdout) == (2, "INVALID\n")
     assert "no table named 'no_such_table'" in invalid.stderr
+    unsupported = command("p4switch.cli.stf", str(PROGRAMS / "stf_user_extern.p4"),
+                          str(PROGRAMS / "stf_fwd_invalid.stf"))
+    assert (unsupported.returncode, unsupported.stdout) == (2, "UNSUPPORTED\n")
+    assert "stf_user_extern.p4:16:13: unsupported: extern frobnicate" in unsupported.stderr
     missing = command("p4switch.cli.stf", str(FWD), "/nonexistent.stf")
     assert missing.returncode == 2 and "/nonexistent.stf: no such file" in missing.stderr
 
