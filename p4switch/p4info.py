@@ -132,7 +132,7 @@ class _Builder:
         for table in model.tables:
             if not _hidden(table):
                 self.table(table)
-        for action in model.actions:
+        for action in _unique(model.actions):
             if not _hidden(action):
                 self.action(action)
         for profile in model.action_profiles:
@@ -145,7 +145,7 @@ class _Builder:
                 self.meter(meter)
         for register in model.registers:
             self.register(register)
-        for digest in model.digests:
+        for digest in _unique(model.digests):
             self.digest(digest)
         for header in model.controller_headers:
             if not _hidden(header):
@@ -311,6 +311,12 @@ class _Builder:
             out.id = field_id
             out.name = field.name
             out.bitwidth = field.bitwidth
+
+
+def _unique(items: list) -> list:
+    """The first object of each name (p4c serializes an action or digest once)."""
+    seen: set[str] = set()
+    return [i for i in items if not (i.name in seen or seen.add(i.name))]
 
 
 def _allocate(items: list, explicit: list[int | None]) -> list[int]:

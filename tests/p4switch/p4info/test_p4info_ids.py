@@ -131,3 +131,18 @@ def test_index_lookups() -> None:
         index.table(index.id("actions", "c.set"))
     with pytest.raises(KeyError, match="no action named"):
         index.id("actions", "nope")
+
+
+def test_actions_and_digests_listed_once() -> None:
+    from p4switch.cpmodel import Digest, StructField
+
+    digest = Digest("d_t", fields=[StructField("a", 8)])
+    model = ControlPlaneModel(
+        "m",
+        actions=[Action("NoAction"), Action("c.a"), Action("NoAction")],
+        digests=[digest, Digest("d_t", fields=[StructField("a", 8)])],
+    )
+    info = build_p4info(model)
+    assert [a.preamble.name for a in info.actions] == ["NoAction", "c.a"]
+    assert [d.preamble.name for d in info.digests] == ["d_t"]
+    assert [m.name for m in info.type_info.structs["d_t"].members] == ["a"]
