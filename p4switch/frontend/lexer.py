@@ -138,3 +138,36 @@ def _decl_ends(toks: list[tuple[str, int]]) -> list[int]:
     for k in range(start, len(toks)):
         ends[k] = 1 << 62
     return ends
+
+
+class AngleSplitter:
+    """Lark post-lexer: `>>` closes two type-argument lists (`register<bit<8>>`) and is a shift
+    only outside them. Tracks the `<` that open type arguments (L_ANGLE_T, and `<` right after
+    bit/int/varbit or a type name)."""
+
+    always_accept = ()
+
+    def process(self, stream):
+        depth = 0
+        prev = None
+        for tok in stream:
+            t = tok.type
+            if t == "L_ANGLE_T" or (t == "LT" and prev in _TYPE_OPENERS):
+                depth += 1
+            elif t == "GT" and depth:
+                depth -= 1
+            elif t == "SHR" and depth:
+                first = Token.new_borrow_pos("GT", ">", tok)
+                second = Token("GT", ">", (tok.start_pos or 0) + 1, tok.line,
+                               (tok.column or 0) + 1, tok.end_line, tok.end_column,
+                               tok.end_pos)
+                depth = max(depth - 2, 0)
+                yield first
+                prev = "GT"
+                yield second
+                continue
+            prev = t
+            yield tok
+
+
+_TYPE_OPENERS = {"BIT", "INT_KW", "VARBIT", "TYPE_IDENTIFIER", "TUPLE", "VALUE_SET"}

@@ -11,7 +11,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 from ..cpmodel import Annotation
 from . import ast as A
 from .diagnostics import Pos, Reporter
-from .lexer import TypeNames
+from .lexer import AngleSplitter, TypeNames
 from .preprocess import Preprocessed
 
 GRAMMAR = Path(__file__).with_name("p4.lark")
@@ -25,7 +25,7 @@ _BINOPS = {"OR": "||", "AND": "&&", "EQ": "==", "NE": "!=", "LT": "<", "LE": "<=
 @functools.lru_cache(maxsize=1)
 def _parser() -> Lark:
     return Lark(GRAMMAR.read_text(), parser="lalr", lexer="basic", propagate_positions=True,
-                maybe_placeholders=True, cache=False)
+                maybe_placeholders=True, postlex=AngleSplitter())
 
 
 class _Callbacks:

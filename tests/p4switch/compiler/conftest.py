@@ -1,0 +1,45 @@
+"""Helpers for the compiler tests: compile a test program, run packets through the engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from p4switch.compiler import compile_program
+from p4switch.engine import EngineConfig
+from p4switch.runtime import RuntimeState
+
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+
+
+_compiled: dict[str, object] = {}
+
+
+def compiled(name: str):
+    """Each test program is compiled once per test session."""
+    if name not in _compiled:
+        _compiled[name] = compile_program(PROGRAMS / name)
+    return _compiled[name]
+
+
+class Switch:
+    """A compiled program with a fresh runtime state and an engine."""
+
+    def __init__(self, name: str, **config):
+        self.program = compiled(name)
+        self.state = RuntimeState(self.program.model)
+        self.logs: list[str] = []
+        config.setdefault("log", self.logs.append)
+        self.engine = self.program.new_engine(self.state, EngineConfig(**config))
+
+    def send(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
+        return self.engine.process(port, data)
+
+    def table(self, name: str):
+        return self.state.tables[name]
+
+
+@pytest.fixture
+def switch():
+    return Switch
