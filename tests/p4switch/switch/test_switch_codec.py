@@ -42,7 +42,8 @@ def model() -> ControlPlaneModel:
         tables=[
             Table("I.fwd", match_fields=[MatchField("sm.ingress_port", bitwidth=9)],
                   action_refs=[ActionRef("I.forward"), ActionRef("I.drop")],
-                  default_action=ActionCall("I.drop"), size=8, direct_counter="I.fwd_counter"),
+                  default_action=ActionCall("I.drop"), size=8, direct_counter="I.fwd_counter",
+                  direct_meter="I.fwd_meter"),
             Table("I.acl", match_fields=[
                 MatchField("h.dst", bitwidth=48, match_kind="ternary"),
                 MatchField("h.type", bitwidth=16, match_kind="range"),
@@ -57,7 +58,8 @@ def model() -> ControlPlaneModel:
                                        size=64, max_group_size=4,
                                        selector_algorithm="crc16")],
         counters=[Counter("I.rx", size=16), Counter("I.fwd_counter", direct_table="I.fwd")],
-        meters=[Meter("I.m", size=4, unit="packets")],
+        meters=[Meter("I.m", size=4, unit="packets"),
+                Meter("I.fwd_meter", unit="bytes", direct_table="I.fwd")],
         registers=[Register("I.r", bitwidth=32, size=4)],
         digests=[Digest("learn_t", fields=[StructField("src", 48), StructField("port", 9)])],
         controller_headers=[
@@ -247,3 +249,47 @@ def test_packet_io_framing(env):
     pin = io.packet_in_from_frame(bytes([0x80, 0x80]) + b"data")  # ingress_port 257, pad 0
     assert [m.value for m in pin.metadata] == [b"\x01\x01", b"\x00"]
     assert pin.payload == b"data"
+
+
+def test_one_shot_selector_programming_reads_back(env):
+    codec, index, state, _ = env
+    te = pb.TableEntry(table_id=index.id("tables", "I.lb"))
+    te.match.add(field_id=1).exact.value = b"\x07"
+    for port, weight in ((2, 1), (3, 2)):
+        a = te.action.action_profile_action_set.action_profile_actions.add(weight=weight)
+        a.action.action_id = index.id("actions", "I.forward")
+        a.action.params.add(param_id=1, value=bytes([port]))
+        a.watch_port = bytes([port])
+    codec.write(upd("INSERT", table_entry=te))
+    [got] = codec.read(pb.Entity(table_entry=pb.TableEntry(table_id=te.table_id)))
+    actions = got.table_entry.action.action_profile_action_set.action_profile_actions
+    assert [(a.weight, a.watch_port, a.action.params[0].value) for a in actions] == [
+        (1, b"\x02", b"\x02"), (2, b"\x03", b"\x03")]
+    # the hidden group is not a P4Runtime group
+    assert codec.read(pb.Entity(action_profile_group=pb.ActionProfileGroup())) == []
+    member = pb.ActionProfileMember(action_profile_id=index.id("action_profiles", "I.sel"),
+                                    member_id=1)
+    member.action.action_id = index.id("actions", "I.forward")
+    member.action.params.add(param_id=1, value=b"\x02")
+    assert code_of(lambda: codec.write(upd("INSERT", action_profile_member=member))) == \
+        "INVALID_ARGUMENT"  # mixing one-shot and manual programming
+
+
+def test_direct_meter_and_direct_counter_entries(env):
+    codec, index, state, _ = env
+    te = fwd_entry(index, b"\x01")
+    codec.write(upd("INSERT", table_entry=te))
+    dm = pb.DirectMeterEntry(table_entry=te)
+    dm.config.cir, dm.config.cburst, dm.config.pir, dm.config.pburst = 1000, 100, 2000, 100
+    codec.write(upd("MODIFY", direct_meter_entry=dm))
+    [got] = codec.read(pb.Entity(direct_meter_entry=pb.DirectMeterEntry(table_entry=te)))
+    assert got.direct_meter_entry.config.pir == 2000
+    dc = pb.DirectCounterEntry(table_entry=te)
+    dc.data.packet_count, dc.data.byte_count = 3, 300
+    codec.write(upd("MODIFY", direct_counter_entry=dc))
+    assert state.tables["I.fwd"].lookup((1,)).direct_counter == [3, 300]
+    missing = pb.DirectCounterEntry(table_entry=fwd_entry(index, b"\x05"))
+    assert code_of(lambda: codec.write(upd("MODIFY", direct_counter_entry=missing))) == \
+        "NOT_FOUND"
+    assert code_of(lambda: codec.write(upd("INSERT", direct_counter_entry=dc))) == \
+        "INVALID_ARGUMENT"

@@ -291,3 +291,44 @@ def test_watch_port_failover_when_an_interface_goes_down(rig):
         if n2 > 0 or time.monotonic() > deadline:
             break
     assert n2 > 0 and n2 + n3 == 64
+
+
+def test_pipeline_config_actions_and_get(rig, tmp_path):
+    c = rig.client
+    Req = pb.SetForwardingPipelineConfigRequest
+    device_config = (tmp_path / "switch_test.p4switch.json").read_bytes()
+    c.write(update("INSERT", table_entry=rig.fwd_entry(1, 2)))
+    # VERIFY and VERIFY_AND_SAVE leave the running pipeline (and its entries) alone
+    c.set_pipeline(rig.index.p4info, device_config, action=Req.VERIFY)
+    c.set_pipeline(rig.index.p4info, device_config, action=Req.VERIFY_AND_SAVE)
+    assert rig.forwards(1, 2)
+    assert len(c.read(pb.Entity(table_entry=pb.TableEntry()))) == 1
+    c.set_pipeline(rig.index.p4info, b"", action=Req.COMMIT)  # the saved one: fresh state
+    assert c.read(pb.Entity(table_entry=pb.TableEntry())) == []
+    with pytest.raises(grpc.RpcError) as err:
+        c.set_pipeline(rig.index.p4info, b"", action=Req.COMMIT)  # nothing saved any more
+    assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    # RECONCILE_AND_COMMIT keeps the forwarding state
+    c.write(update("INSERT", table_entry=rig.fwd_entry(1, 2)))
+    c.set_pipeline(rig.index.p4info, device_config, action=Req.RECONCILE_AND_COMMIT)
+    assert len(c.read(pb.Entity(table_entry=pb.TableEntry()))) == 1
+    assert rig.forwards(1, 2)
+    # VERIFY_AND_COMMIT with a cookie; Get returns what was set
+    req = Req(device_id=0, action=Req.VERIFY_AND_COMMIT)
+    req.election_id.low = 10
+    req.config.p4info.CopyFrom(rig.index.p4info)
+    req.config.p4_device_config = device_config
+    req.config.cookie.cookie = 42
+    c.stub.SetForwardingPipelineConfig(req)
+    Get = pb.GetForwardingPipelineConfigRequest
+    got = c.stub.GetForwardingPipelineConfig(Get(device_id=0, response_type=Get.ALL)).config
+    assert got.p4info == rig.index.p4info and got.p4_device_config == device_config
+    assert got.cookie.cookie == 42
+    cookie_only = c.stub.GetForwardingPipelineConfig(
+        Get(device_id=0, response_type=Get.COOKIE_ONLY)).config
+    assert cookie_only.cookie.cookie == 42 and not cookie_only.HasField("p4info")
+    bad = pb.ForwardingPipelineConfig().p4info
+    with pytest.raises(grpc.RpcError) as err:
+        c.set_pipeline(bad, b"not a device config")
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert rig.sw.alive()
