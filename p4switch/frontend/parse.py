@@ -508,7 +508,7 @@ class _Builder(Transformer):
 
     def binop(self, meta, ch):
         left, op, right = ch
-        return A.Binary(self._pos(op), _BINOPS[op.type], left, right)
+        return A.Binary(self._pos(meta), _BINOPS[op.type], left, right)
 
     def gt(self, meta, ch):
         return A.Binary(self._pos(meta), ">", ch[0], ch[-1])

@@ -1,0 +1,146 @@
+"""Error messages: `file:line:col: message`, every error at once, `unsupported:` for what the
+compiler does not implement, positions in the original file through #include."""
+
+from __future__ import annotations
+
+import pytest
+
+from p4switch.compiler import P4CompileError, compile_source
+
+PRELUDE = """#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<16> b; }
+struct hs_t { h_t h; }
+struct m_t { bit<8> x; }
+parser P(packet_in pkt, out hs_t hdr, inout m_t m, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control V(inout hs_t hdr, inout m_t m) { apply { } }
+control E(inout hs_t hdr, inout m_t m, inout standard_metadata_t sm) { apply { } }
+control C(inout hs_t hdr, inout m_t m) { apply { } }
+control D(packet_out pkt, in hs_t hdr) { apply { pkt.emit(hdr.h); } }
+"""  # 12 lines
+
+MAIN = "V1Switch(P(), V(), I(), E(), C(), D()) main;\n"
+
+
+def program(ingress_body: str, extra: str = "") -> str:
+    return (PRELUDE + extra +
+            "control I(inout hs_t hdr, inout m_t m, inout standard_metadata_t sm) {\n" +
+            ingress_body + "\n}\n" + MAIN)
+
+
+def errors(text: str, filename: str = "prog.p4", **kw) -> list[str]:
+    with pytest.raises(P4CompileError) as info:
+        compile_source(text, filename, **kw)
+    exc = info.value
+    assert str(exc) == "\n".join(str(d) for d in exc.diagnostics)
+    return str(exc).splitlines()
+
+
+def test_syntax_error_position():
+    # line 15 of the program, column 15 is the ';'
+    assert errors(program("    apply {\n        m.x = ;\n    }")) == [
+        "prog.p4:15:15: syntax error: unexpected ';'"]
+
+
+def test_type_errors_are_all_reported():
+    body = """    apply {
+        m.x = hdr.h.b;
+        m.y = 1;
+        hdr.h.a = undefined_thing + 1;
+        hdr.h.b = hdr.h.a ++ 8w1 ++ 8w1;
+        if (hdr.h.a) { }
+    }"""
+    assert errors(program(body)) == [
+        "prog.p4:15:15: assignment: cannot convert bit<16> to bit<8>",
+        "prog.p4:16:9: m_t has no field 'y'",
+        "prog.p4:17:19: undeclared identifier 'undefined_thing'",
+        "prog.p4:18:19: assignment: cannot convert bit<24> to bit<16>",
+        "prog.p4:19:13: if condition must be bool, not bit<8>",
+    ]
+
+
+def test_calls_and_tables_are_checked():
+    body = """    action set(bit<8> v) { m.x = v; }
+    table t {
+        key = { hdr.h.a: fuzzy; }
+        actions = { set; nothing; }
+        default_action = set(1, 2);
+    }
+    apply {
+        set();
+        mark_to_drop(sm, sm);
+        hdr.h.frobnicate();
+    }"""
+    assert errors(program(body)) == [
+        "prog.p4:16:17: unknown match kind fuzzy",
+        "prog.p4:17:26: 'nothing' is not an action",
+        "prog.p4:18:26: default action set: expects 1 argument(s), got 2",
+        "prog.p4:21:9: action set: missing argument for parameter 'v'",
+        "prog.p4:22:9: mark_to_drop: no overload takes 2 argument(s)",
+        "prog.p4:23:9: h_t has no field 'frobnicate'",
+    ]
+
+
+def test_assignment_to_in_parameter_and_constant():
+    extra = "const bit<8> LIMIT = 5;\n"
+    body = """    action a(in bit<8> v) { v = 1; }
+    apply {
+        LIMIT = 3;
+        a(m.x);
+    }"""
+    assert errors(program(body, extra)) == [
+        "prog.p4:15:29: assignment: expression is not assignable",
+        "prog.p4:17:9: assignment: expression is not assignable",
+    ]
+
+
+def test_unsupported_constructs_are_named():
+    extra = ("header_union u_t { h_t one; }\n"
+             "header vb_t { varbit<32> data; }\n")
+    assert errors(program("    apply { }", extra)) == [
+        "prog.p4:13:1: unsupported: header_union",
+        "prog.p4:14:15: unsupported: varbit",
+    ]
+
+
+def test_unsupported_code_generation_is_reported_with_position():
+    body = """    apply {
+        mark_to_drop();
+    }"""
+    assert errors(program(body)) == ["prog.p4:15:9: unsupported: mark_to_drop() without argument"]
+
+
+def test_positions_inside_included_files(tmp_path):
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "bad.p4").write_text("// a comment\n\nconst bit<8> X = 8w1 + true;\n")
+    main = tmp_path / "main.p4"
+    text = '#include "inc/bad.p4"\n' + program("    apply { }")
+    main.write_text(text)
+    with pytest.raises(P4CompileError) as info:
+        from p4switch.compiler import compile_program
+        compile_program(main)
+    (diag,) = info.value.diagnostics
+    assert (diag.file, diag.line, diag.col) == (str(tmp_path / "inc" / "bad.p4"), 3, 24)
+    assert diag.message == "+: operands have different types: bit<8> and bool"
+
+
+def test_preprocessor_errors():
+    assert errors('#include "missing.p4"\n') == ["prog.p4:1:1: #include file not found: missing.p4"]
+    assert errors("#ifdef NOPE\n#else\n#error not configured\n#endif\n") == [
+        "prog.p4:3:1: #error not configured"]
+
+
+def test_defines_and_conditionals_select_code():
+    body = """    apply {
+#if WIDTH > 8 && defined(EXTRA)
+        hdr.h.b = 16w1;
+#else
+        hdr.h.a = WIDTH;
+#endif
+    }"""
+    prog = compile_source(program(body), "prog.p4", defines={"WIDTH": "8"})
+    assert "hdr.h.a = 8" in prog.python_source
+    prog = compile_source(program(body), "prog.p4", defines={"WIDTH": "16", "EXTRA": "1"})
+    assert "hdr.h.b = 1" in prog.python_source
