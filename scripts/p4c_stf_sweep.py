@@ -99,7 +99,7 @@ def _one(program: Path, stf: Path, golden: Path | None) -> dict:
         p4info = p4info_status(program_.model, golden)
         result = run_statements(program_, statements)
     return {"outcome": result.outcome.value, "reason": result.reason,
-            "messages": result.messages, "p4info": p4info}
+            "messages": result.messages, "warnings": result.warnings, "p4info": p4info}
 
 
 def p4info_status(model, golden: Path | None) -> str:
@@ -146,6 +146,10 @@ def summary(results: list[dict], elapsed: float) -> list[str]:
         if listed:
             lines.append(f"\n{outcome} ({len(listed)}):")
             lines += [f"- {r['test']}: {r['reason']}" for r in listed]
+    warned = [r for r in results if r.get("warnings")]
+    if warned:
+        lines.append(f"\nCommands skipped as BMv2 rejects them ({len(warned)} tests):")
+        lines += [f"- {r['test']} ({r['outcome']}): {r['warnings'][0]}" for r in warned]
     p4info = collections.Counter((r.get("p4info") or "not built").split(":")[0] for r in results)
     lines.append("\nP4Info vs p4c's golden files: "
                  + ", ".join(f"{k} {n}" for k, n in sorted(p4info.items())))

@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     log = (lambda line: print(line, file=sys.stderr)) if args.verbose else None
     result = run_stf_files(args.program, args.test, args.include_dirs, defines, log=log)
     print(result.outcome.value)
-    for message in result.messages:
+    for message in result.warnings + result.messages:
         print(message, file=sys.stderr)
     return EXIT_CODES[result.outcome]
 

@@ -10,7 +10,12 @@ are the ones that produces:
   written digits set but those of `*`; decimal ternary values are rejected;
 - an lpm value without `/len` has a prefix of all its written digits (`0x0a01****` = /16);
 - the STF priority (larger wins) is used by tables with ternary, optional or range keys only;
-- values wider than the field are cut to the field's width (BMv2 keeps the low bits).
+- values wider than the field are cut to the field's width (BMv2 keeps the low bits), values
+  wider than its bytes are rejected.
+
+Three kinds of failure, as they turn out with BMv2: `EntryError`, the runner itself fails (the
+test is invalid); `Rejected`, simple_switch_CLI rejects the command, which is skipped and the
+test goes on; `Unsupported`, BMv2 would accept what p4switch cannot represent.
 """
 
 from __future__ import annotations
@@ -23,6 +28,14 @@ from p4switch.stf import syntax as s
 
 class EntryError(Exception):
     """A statement BMv2's STF runner could not turn into a CLI command (the test is invalid)."""
+
+
+class Rejected(Exception):
+    """A command simple_switch_CLI would reject (and the test would go on without it)."""
+
+
+class Unsupported(Exception):
+    """A command BMv2 would accept but p4switch cannot represent."""
 
 
 def find_table(model: cpmodel.ControlPlaneModel, name: str) -> cpmodel.Table:
@@ -99,41 +112,45 @@ def _field_match(f: cpmodel.MatchField, m: s.KeyMatch) -> cpmodel.FieldMatch | N
         if m.prefix_len is not None:
             raise EntryError(f"{what}: '/' is not allowed in a ternary value")
         value, mask = _ternary(m.value, what)
+        if (value | mask) >> (8 * ((f.bitwidth + 7) // 8)):
+            raise Rejected(f"{what}: {m.value} is too large for {f.bitwidth} bits")
         value &= width_mask
         mask &= width_mask
         if mask == 0:
             return None
         if f.match_kind == "optional":
             if mask != width_mask:
-                raise EntryError(f"{what}: optional match needs all bits or none, got mask "
-                                 f"{mask:#x}")
+                raise Unsupported(f"{what}: optional match with a partial mask {mask:#x} "
+                                  "(BMv2 treats optional keys as ternary)")
             return cpmodel.FieldMatch("optional", value=value)
         return cpmodel.FieldMatch("ternary", value=value & mask, mask=mask)
     if f.match_kind == "lpm":
         if m.prefix_len is not None:
-            value = parse_int(m.value, what)
+            value = parse_int(m.value, what, f.bitwidth)
             plen = parse_int(m.prefix_len, what + " prefix length")
         else:
             value, plen = _lpm_from_digits(m.value, what)
         if plen > f.bitwidth:
-            raise EntryError(f"{what}: prefix length {plen} > bitwidth {f.bitwidth}")
+            raise Rejected(f"{what}: prefix length {plen} > bitwidth {f.bitwidth}")
         if plen == 0:
             return None
         prefix_mask = width_mask ^ ((1 << (f.bitwidth - plen)) - 1)
         return cpmodel.FieldMatch("lpm", value=value & prefix_mask, prefix_len=plen)
     if m.prefix_len is not None:
-        raise EntryError(f"{what}: '/' is only allowed in lpm values")
-    return cpmodel.FieldMatch("exact", value=parse_int(m.value, what) & width_mask)
+        raise Rejected(f"{what}: '/' is only allowed in lpm values")
+    return cpmodel.FieldMatch("exact", value=parse_int(m.value, what, f.bitwidth) & width_mask)
 
 
-def parse_int(text: str, what: str) -> int:
-    """A number as simple_switch_CLI reads it: decimal, 0x, 0b or 0o; no '*'."""
+def parse_int(text: str, what: str, width: int | None = None) -> int:
+    """A number as simple_switch_CLI reads it: decimal, 0x, 0b or 0o; no '*'; it must fit in
+    the bytes of a `width`-bit value."""
     try:
-        if re.fullmatch(r"[0-9]+", text):
-            return int(text, 10)
-        return int(text, 0)
+        value = int(text, 10) if re.fullmatch(r"[0-9]+", text) else int(text, 0)
     except ValueError:
-        raise EntryError(f"{what}: invalid number {text!r}") from None
+        raise Rejected(f"{what}: invalid number {text!r}") from None
+    if width is not None and value >> (8 * ((width + 7) // 8)):
+        raise Rejected(f"{what}: {text} is too large for {width} bits")
+    return value
 
 
 _BASES = {"0x": (16, 4), "0b": (2, 1), "0o": (8, 3)}
@@ -163,7 +180,7 @@ def _ternary(text: str, what: str) -> tuple[int, int]:
 
 def _lpm_from_digits(text: str, what: str) -> tuple[int, int]:
     if text[:2].lower() not in _BASES:
-        raise EntryError(f"{what}: lpm value {text} without '/length' must be hex or binary")
+        raise Rejected(f"{what}: lpm value {text} without '/length' must be hex or binary")
     digits, base, bits = _digits(text, what, "lpm")
     value = int(digits.replace("*", "0"), base)
     return value, (len(digits) - digits.count("*")) * bits
@@ -177,7 +194,8 @@ def action_call(model: cpmodel.ControlPlaneModel, table: cpmodel.Table,
     for name, text in spec.args:
         if name not in params:
             raise EntryError(f"action {action.name} has no parameter {name!r}")
-        values[name] = parse_int(text, f"parameter {name}") & ((1 << params[name].bitwidth) - 1)
+        width = params[name].bitwidth
+        values[name] = parse_int(text, f"parameter {name}", width) & ((1 << width) - 1)
     missing = [p.name for p in action.params if p.name not in values]
     if missing:
         raise EntryError(f"action {action.name}: missing parameter(s) {', '.join(missing)}")

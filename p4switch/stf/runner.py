@@ -7,6 +7,8 @@ simple_switch_CLI commands to the runtime's CLI interpreter, packets through
 Outcomes: PASS; WRONG (an output differs, is missing or extra, a counter check fails, or the
 engine failed on a packet); UNSUPPORTED (the compiler or the runner does not support something
 the test needs); INVALID (the program or the test is wrong, e.g. a name that does not exist).
+A command simple_switch_CLI would reject (duplicate entry, unparsable number) is skipped with a
+warning and the test goes on, as it does under BMv2.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
+from p4switch.runtime.errors import RuntimeApiError
 from p4switch.stf import compare
 from p4switch.stf import entries as ent
 from p4switch.stf import syntax as s
@@ -34,6 +37,7 @@ class Outcome(str, Enum):
 class StfResult:
     outcome: Outcome
     messages: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # commands skipped as BMv2 rejects them
 
     @property
     def reason(self) -> str:
@@ -89,13 +93,17 @@ def run_statements(program, statements: list[s.Statement],
     run = _Run(program, log)
     try:
         for stmt in statements:
-            run.execute(stmt)
+            try:
+                run.execute(stmt)
+            except ent.Rejected as exc:
+                # simple_switch_CLI prints an error and bmv2stf goes on without the command.
+                run.warnings.append(f"line {stmt.line}: skipped, BMv2 rejects it: {exc}")
     except _Stop as stop:
-        return StfResult(stop.outcome, [f"line {stmt.line}: {stop.message}"])
+        return StfResult(stop.outcome, [f"line {stmt.line}: {stop.message}"], run.warnings)
     problems = run.counter_failures + compare.compare_outputs(run.ports, run.expects, run.outputs)
     if problems:
-        return StfResult(Outcome.WRONG, problems)
-    return StfResult(Outcome.PASS)
+        return StfResult(Outcome.WRONG, problems, run.warnings)
+    return StfResult(Outcome.PASS, [], run.warnings)
 
 
 class _Run:
@@ -115,6 +123,7 @@ class _Run:
         self.outputs: dict[int, list[bytes]] = {}
         self.entries_by_id: dict[str, tuple[str, object]] = {}
         self.counter_failures: list[str] = []
+        self.warnings: list[str] = []
 
     def execute(self, stmt: s.Statement) -> None:
         handler = getattr(self, "_" + type(stmt).__name__.lower())
@@ -140,8 +149,8 @@ class _Run:
         table, entry = self._entry(stmt)
         try:
             self.state.tables[table.name].insert(entry)
-        except Exception as exc:
-            raise _Stop(Outcome.INVALID, f"add to {table.name}: {_api_error(exc)}") from exc
+        except RuntimeApiError as exc:  # duplicate, table full, ...: the CLI rejects it too
+            raise ent.Rejected(f"add to {table.name}: {_api_error(exc)}") from exc
         if stmt.entry_id is not None:
             self.entries_by_id[stmt.entry_id] = (table.name, entry)
 
@@ -151,12 +160,14 @@ class _Run:
         try:
             table = ent.find_table(self.model, stmt.table)
             if table.implementation is not None:
-                raise ent.EntryError(f"table {table.name} has an action profile; STF `add` "
-                                     "cannot program indirect tables")
+                raise ent.Rejected(f"table {table.name} has an action profile: table_add "
+                                   "cannot program it")
             keys = ent.build_key(table, stmt.matches)
             action = ent.action_call(self.model, table, stmt.action)
         except ent.EntryError as exc:
             raise _Stop(Outcome.INVALID, str(exc)) from exc
+        except ent.Unsupported as exc:
+            raise _Stop(Outcome.UNSUPPORTED, str(exc)) from exc
         priority = 0
         if ent.needs_priority(table):
             if stmt.priority is None:
@@ -172,8 +183,8 @@ class _Run:
             raise _Stop(Outcome.INVALID, str(exc)) from exc
         try:
             self.state.tables[table.name].set_default(action)
-        except Exception as exc:
-            raise _Stop(Outcome.INVALID, f"setdefault {table.name}: {_api_error(exc)}") from exc
+        except RuntimeApiError as exc:
+            raise ent.Rejected(f"setdefault {table.name}: {_api_error(exc)}") from exc
 
     def _remove(self, stmt: s.Remove) -> None:
         for table in self.model.tables:

@@ -54,7 +54,7 @@ def _add(line: str) -> s.Add:
 def test_names_by_suffix_and_bmv2_key_defaults() -> None:
     model = _model()
     stmt = _add("add ingress.t 5 dstAddr:0x0a01**** extra$0.h:0x**ff hdr.tcp.valid:1 "
-                "setb1(port:0x1ff, val:300)")
+                "setb1(port:0x3ff, val:0x7f)")
     table = ent.find_table(model, stmt.table)
     assert table.name == "ingress.t"
     assert ent.build_key(table, stmt.matches) == (
@@ -66,7 +66,7 @@ def test_names_by_suffix_and_bmv2_key_defaults() -> None:
     )
     call = ent.action_call(model, table, stmt.action)
     assert call.action == "ingress.setb1"
-    assert call.args == (300 & 0xFF, 0x1FF)  # in parameter order, cut to the width
+    assert call.args == (0x7F, 0x1FF)  # in parameter order, cut to the width (as BMv2)
 
 
 def test_lpm_host_bits_cleared_and_wildcards_become_dont_care() -> None:
@@ -82,25 +82,33 @@ def test_lpm_host_bits_cleared_and_wildcards_become_dont_care() -> None:
     assert not ent.needs_priority(_model().table("egress.t2"))
 
 
+INVALID, REJECTED, UNSUPPORTED = ent.EntryError, ent.Rejected, ent.Unsupported
+
+
 @pytest.mark.parametrize(
-    ("line", "message"),
+    ("line", "error", "message"),
     [
-        ("add nope x:1 a()", "no table named 'nope'"),
-        ("add t x:1 a()", "ambiguous: ingress.t, egress.out"),  # a raw suffix, as bmv2stf
-        ("add ingress.t h:12 a()", "decimal value 12 not supported for ternary"),
-        ("add ingress.t nosuch:1 a()", "has no key field 'nosuch'"),
-        ("add ingress.t opt:0xf* a()", "optional match needs all bits or none"),
-        ("add ingress.t port:0x1*f a()", "invalid number '0x1*f'"),
-        ("add ingress.t port:1 setb2()", "ambiguous"),
-        ("add ingress.t port:1 setb1(val:1)", "missing parameter(s) port"),
-        ("add ingress.t port:1 setb1(val:1, port:2, x:3)", "has no parameter 'x'"),
-        ("add ingress.t dstAddr:0x0a/40 a()", "prefix length 40 > bitwidth 32"),
+        # bmv2stf itself fails: the test is invalid.
+        ("add nope x:1 a()", INVALID, "no table named 'nope'"),
+        ("add t x:1 a()", INVALID, "ambiguous: ingress.t, egress.out"),  # raw suffix, as bmv2stf
+        ("add ingress.t h:12 a()", INVALID, "decimal value 12 not supported for ternary"),
+        ("add ingress.t nosuch:1 a()", INVALID, "has no key field 'nosuch'"),
+        ("add ingress.t port:1 setb2()", INVALID, "ambiguous"),
+        ("add ingress.t port:1 setb1(val:1)", INVALID, "missing parameter(s) port"),
+        ("add ingress.t port:1 setb1(val:1, port:2, x:3)", INVALID, "has no parameter 'x'"),
+        # simple_switch_CLI rejects the command.
+        ("add ingress.t port:0x1*f a()", REJECTED, "invalid number '0x1*f'"),
+        ("add ingress.t dstAddr:0x0a/40 a()", REJECTED, "prefix length 40 > bitwidth 32"),
+        ("add ingress.t port:0x10000 a()", REJECTED, "0x10000 is too large for 9 bits"),
+        ("add ingress.t port:1 setb1(val:256, port:1)", REJECTED, "256 is too large for 8 bits"),
+        # BMv2 accepts it, p4switch cannot represent it.
+        ("add ingress.t opt:0xf* a()", UNSUPPORTED, "optional match with a partial mask 0xf0"),
     ],
 )
-def test_invalid_statements(line: str, message: str) -> None:
+def test_failing_statements(line: str, error: type, message: str) -> None:
     model = _model()
     stmt = _add(line)
-    with pytest.raises(ent.EntryError, match=re.escape(message)):
+    with pytest.raises(error, match=re.escape(message)):
         table = ent.find_table(model, stmt.table)
         ent.build_key(table, stmt.matches)
         ent.action_call(model, table, stmt.action)
