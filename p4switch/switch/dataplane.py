@@ -47,6 +47,7 @@ class Dataplane:
         self.linkmon = linkmon
         self.stats = DataplaneStats()
         self.packet_in: Callable[[bytes], None] | None = None  # frames sent to the CPU port
+        self.trace: Callable[[str], None] | None = None  # per-packet log lines (-L trace)
         self._injected: deque[tuple[int, bytes]] = deque()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
@@ -119,6 +120,9 @@ class Dataplane:
 
     def _ingress(self, port: int, data: bytes) -> None:
         engine = self.device.engine
+        trace = self.trace
+        if trace is not None:
+            trace(f"port {port}: received {len(data)} bytes: {data[:32].hex()}")
         if engine is None:
             return
         try:
@@ -137,6 +141,9 @@ class Dataplane:
                 self._egress(engine, item, now, 0, 0, now)
             elif enqueue(item.egress_port, item.priority, item, now) is None:
                 self.stats.tm_drops += 1
+                if trace is not None:
+                    trace(f"queue (port {item.egress_port}, priority {item.priority}) full "
+                          "or no such priority: packet dropped")
 
     def _enqueue(self, items: list) -> None:
         now = time.monotonic()
@@ -172,6 +179,8 @@ class Dataplane:
             self._enqueue(more)
 
     def _transmit(self, port: int, frame: bytes) -> None:
+        if self.trace is not None:
+            self.trace(f"port {port}: transmit {len(frame)} bytes: {frame[:32].hex()}")
         p = self.ports.get(port)
         if p is not None:
             p.send(frame)

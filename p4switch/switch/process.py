@@ -90,6 +90,8 @@ class Switch:
             device.install(program)
         tm = TrafficManager(opts.priority_queues)
         self.dataplane = Dataplane(device, self.ports, tm, self.linkmon)
+        if trace is not None:
+            self.dataplane.trace = log.getChild("dataplane").debug
         commands = SwitchCommands(tm, dict(opts.interfaces), self.port_up, device.now_us)
         try:
             self.cli_server = RuntimeCommandServer(device, commands, opts.thrift_port)

@@ -164,3 +164,17 @@ def test_pcap_records_each_ports_input(net, tmp_path):
     assert [r for r in records if r in frames] == frames
     assert (tmp_path / f"{p1}_out.pcap").stat().st_size == 24  # nothing sent: header only
     s1.close()
+
+
+def test_trace_level_logs_every_packet(net):
+    h1 = net.host("h1")
+    p1 = net.link(h1, "eth0", 1)
+    s1 = raw_socket(h1, "eth0")
+    with SwitchProcess(["-i", f"1@{p1}", "--no-p4", "--log-console", "-L", "trace"]) as sw:
+        frame = eth(mac(2), mac(1), 0x0800, b"trace me")
+        s1.send(frame)
+        deadline = time.monotonic() + 2
+        while f"port 1: received 60 bytes: {frame[:32].hex()}" not in sw.stderr():
+            assert time.monotonic() < deadline, sw.stderr()
+            time.sleep(0.02)
+    s1.close()
