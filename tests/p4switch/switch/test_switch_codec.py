@@ -293,3 +293,31 @@ def test_direct_meter_and_direct_counter_entries(env):
         "NOT_FOUND"
     assert code_of(lambda: codec.write(upd("INSERT", direct_counter_entry=dc))) == \
         "INVALID_ARGUMENT"
+
+
+def test_clone_sessions(env):
+    codec, _, state, _ = env
+    pre = pb.PacketReplicationEngineEntry()
+    s = pre.clone_session_entry
+    s.session_id = 100
+    s.replicas.add(egress_port=3, instance=1)
+    codec.write(upd("INSERT", packet_replication_engine_entry=pre))
+    assert state.pre.clone_session(100).replicas == ((3, 1),)
+    assert code_of(lambda: codec.write(upd("INSERT", packet_replication_engine_entry=pre))) \
+        == "ALREADY_EXISTS"
+    s.replicas[0].egress_port = 4
+    codec.write(upd("MODIFY", packet_replication_engine_entry=pre))
+    [got] = codec.read(pb.Entity(packet_replication_engine_entry=pb.PacketReplicationEngineEntry(
+        clone_session_entry=pb.CloneSessionEntry())))
+    assert got.packet_replication_engine_entry.clone_session_entry.replicas[0].egress_port == 4
+    s.packet_length_bytes = 100  # truncation: BMv2 cannot
+    assert code_of(lambda: codec.write(upd("MODIFY", packet_replication_engine_entry=pre))) \
+        == "UNIMPLEMENTED"
+    codec.write(upd("DELETE", packet_replication_engine_entry=pre))
+    assert state.pre.clone_session(100) is None
+    dup = pb.PacketReplicationEngineEntry()
+    dup.multicast_group_entry.multicast_group_id = 9
+    dup.multicast_group_entry.replicas.add(egress_port=1)
+    dup.multicast_group_entry.replicas.add(egress_port=1)
+    assert code_of(lambda: codec.write(upd("INSERT", packet_replication_engine_entry=dup))) \
+        == "INVALID_ARGUMENT"
