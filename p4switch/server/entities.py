@@ -11,7 +11,9 @@ from p4.v1 import p4runtime_pb2
 from p4switch.cpmodel import ControlPlaneModel
 from p4switch.p4info_index import P4InfoIndex
 from p4switch.runtime.errors import RuntimeApiError, unimplemented
-from p4switch.server.externs import CounterCodec, DigestCodec, MeterCodec, PreCodec
+from p4switch.server.digests import DigestCodec
+from p4switch.server.externs import CounterCodec, MeterCodec
+from p4switch.server.pre import PreCodec
 from p4switch.server.profiles import ProfileCodec
 from p4switch.server.tables import ActionCodec, TableCodec
 
