@@ -233,8 +233,13 @@ class _Run:
                             "available") from exc
             self._cli = RuntimeCli(self.state)
         output = self._cli.execute(stmt.text())
-        # As with simple_switch_CLI under bmv2stf, a failing command does not stop the test.
         self.log(f"{stmt.text()}\n{output}".rstrip())
+        if getattr(self._cli, "failed", False):
+            first = output.splitlines()[0] if output else "failed"
+            if first.startswith("Error: unsupported:"):
+                raise _Stop(Outcome.UNSUPPORTED, f"{stmt.command}: {first[7:]}")
+            # As with simple_switch_CLI under bmv2stf, a failing command does not stop the test.
+            raise ent.Rejected(f"{stmt.text()}: {first}")
 
 
 def _api_error(exc: Exception) -> str:

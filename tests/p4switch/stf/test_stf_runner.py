@@ -159,3 +159,16 @@ def test_p4switch_compile_errors(tmp_path: Path) -> None:
     assert usage.returncode == 2 and "-o" in usage.stderr
     bad_define = command("p4switch.cli.compile", str(bad), "-o", "x", "-D", "1X=2")
     assert bad_define.returncode == 2 and "'1X' is not a macro name" in bad_define.stderr
+
+
+def test_cli_pass_through_errors_are_warnings(fwd) -> None:
+    stf = "\n".join([
+        "register_write IngressImpl.tag 1 7",
+        "register_write IngressImpl.nosuch 1 7",
+        "mc_node_associate 5 99",
+    ])
+    result = run_statements(fwd, parse_stf(stf))
+    assert result.outcome is Outcome.PASS
+    assert [w.split(":")[0] for w in result.warnings] == ["line 2", "line 3"]
+    assert result.warnings[0].startswith("line 2: skipped, BMv2 rejects it: register_write "
+                                         "IngressImpl.nosuch 1 7: ")
