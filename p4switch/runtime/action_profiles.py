@@ -229,6 +229,10 @@ class ActionProfile:
             ok = self.with_selector and ref.group_id >= 0 and ref.group_id in self._groups
         if not ok:
             raise invalid(f"action profile {self.name}: invalid member / group id in {ref}")
+        if isinstance(ref, GroupRef) and not self._groups[ref.group_id].members:
+            # BMv2 refuses an entry pointing to an empty group (EMPTY_GRP); PI says UNKNOWN
+            raise RuntimeApiError("UNKNOWN", f"action profile {self.name}: group "
+                                  f"{ref.group_id} is empty (EMPTY_GRP)")
 
     def add_ref(self, ref: MemberRef | GroupRef) -> None:
         self._use_mode("manual")

@@ -11,6 +11,7 @@ CODES = (
     "UNIMPLEMENTED",
     "OUT_OF_RANGE",
     "FAILED_PRECONDITION",
+    "UNKNOWN",  # what PI reports when the target (BMv2) itself refuses an operation
 )
 
 

@@ -128,6 +128,15 @@ def test_indirect_table_entries(st):
         with pytest.raises(RuntimeApiError) as e:
             t.insert(Entry(keys=(lpm(0x0C000000, 8),), action=ref))
         assert e.value.code == "INVALID_ARGUMENT"
+    # like BMv2, no entry may point to an empty group (but a group may become empty later)
+    p.insert_group(8, [])
+    with pytest.raises(RuntimeApiError) as e:
+        t.insert(Entry(keys=(lpm(0x0C000000, 8),), action=GroupRef(8)))
+    assert e.value.code == "UNKNOWN" and "EMPTY_GRP" in str(e.value)
+    p.modify_group(8, [(1, 1, None)])
+    t.insert(Entry(keys=(lpm(0x0C000000, 8),), action=GroupRef(8)))
+    p.modify_group(8, [])
+    assert p.select(t.lookup((0x0C000001,)).action, 3) is None  # runs no action
     # direct action on an indirect table, indirect action on a direct table, defaults
     with pytest.raises(RuntimeApiError) as e:
         t.insert(Entry(keys=(lpm(0x0C000000, 8),), action=nhop(1)))

@@ -169,6 +169,8 @@ def test_action_profile_commands(cli, state):
     cli.execute("act_prof_create_member ecmp_selector set_nhop 00:00:00:00:00:0b 11")
     assert cli.execute("act_prof_create_group ecmp_selector") == \
         "Group has been created with handle 0"
+    assert "Invalid table operation (EMPTY_GRP)" in cli.execute(
+        "table_indirect_add_with_group ecmp 10.0.0.0/8 => 0")
     cli.execute("act_prof_add_member_to_group ecmp_selector 0 0")
     cli.execute("act_prof_add_member_to_group ecmp_selector 1 0")
     assert "MBR_ALREADY_IN_GRP" in cli.execute("act_prof_add_member_to_group ecmp_selector 1 0")
