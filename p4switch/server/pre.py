@@ -22,9 +22,10 @@ def check_update(kind: int) -> None:
 def _replicas(replicas, what: str) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     for r in replicas:
-        port = port_from_bytes(r.port) if r.port else r.egress_port
-        if not r.port and not r.egress_port:
+        kind = r.WhichOneof("port_kind")
+        if kind is None:
             raise invalid(f"Missing port in {what} replica")
+        port = port_from_bytes(r.port) if kind == "port" else r.egress_port
         if (port, r.instance) in out:
             raise invalid(f"Duplicate replica in {what}")
         out.append((port, r.instance))
