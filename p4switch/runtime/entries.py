@@ -57,6 +57,10 @@ TableAction = ActionCall | MemberRef | GroupRef | OneShot
 
 @dataclass(eq=False)
 class Entry:
+    """A table entry. Writers fill keys, priority, action (and optionally meter_config,
+    controller data); the table canonicalizes the keys, binds the action and sets handle,
+    is_const and meter. The data plane updates direct_counter and runs meter."""
+
     keys: tuple[FieldMatch | None, ...]
     priority: int = 0
     action: TableAction | None = None

@@ -62,6 +62,8 @@ class Table:
     # ---- entries -----------------------------------------------------------------------------
 
     def insert(self, entry: Entry) -> None:
+        """Add an entry after PI's checks (key, priority, action, direct resources, duplicate,
+        capacity); the entry object itself is stored."""
         self._check_writable()
         self._add(entry)
 
@@ -84,11 +86,13 @@ class Table:
         current.idle_timeout_ns = entry.idle_timeout_ns
 
     def delete(self, keys: Iterable[FieldMatch | None], priority: int = 0) -> None:
+        """Remove the entry with this match key and priority (NOT_FOUND if none)."""
         self._check_writable()
         entry = self.get(keys, priority)
         self._remove(entry)
 
     def get(self, keys: Iterable[FieldMatch | None], priority: int = 0) -> Entry:
+        """The stored entry with this match key and priority (NOT_FOUND if none)."""
         keys = normalize_key(self.match_fields, keys, priority, self.needs_priority)
         entry = self._entries.get((keys, priority))
         if entry is None:
