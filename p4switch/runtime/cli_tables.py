@@ -42,6 +42,9 @@ class TableCommands:
 
     def _action(self, owner_actions: set[str], owner: str, name: str, what: str = "Table"):
         action = self.resolve_action(name)
+        if action is None:  # ambiguous program-wide: a unique suffix among the owner's actions
+            mine = [a for a in owner_actions if a == name or a.endswith("." + name)]
+            action = self.state.model.action(mine[0]) if len(mine) == 1 else None
         if action is None or action.name not in owner_actions:
             if what == "Table":
                 raise CliError(f"Error: Table {owner} has no action {name}")

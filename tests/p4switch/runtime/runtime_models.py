@@ -27,6 +27,7 @@ ACTIONS = [
     Action("MyIngress.set_nhop", params=[Param("dmac", bitwidth=48), Param("port", bitwidth=9)]),
     Action("MyIngress.only_default"),
     Action("MyIngress.only_table", params=[Param("x", bitwidth=8)]),
+    Action("MyEgress.drop"),  # makes "drop" ambiguous program-wide (not in any table)
 ]
 
 

@@ -92,7 +92,7 @@ def test_table_modify_delete_clear_num_entries(cli, state):
     cli.execute("table_add dmac forward 1 => 1")
     cli.execute("table_add dmac forward 2 => 2")
     assert cli.execute("table_num_entries dmac") == "2"
-    out = cli.execute("table_modify dmac drop 1")
+    out = cli.execute("table_modify dmac drop 1")  # "drop": the table's only *.drop
     assert out == "Modifying entry 1 for exact match table dmac"
     assert state.table("dmac").lookup((2,)).action == ActionCall("MyIngress.drop")
     assert cli.execute("table_delete dmac 0") == "Deleting entry 0 from dmac"
