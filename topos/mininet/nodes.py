@@ -183,7 +183,9 @@ class FabricHost(Host):
             raise RuntimeError(f"{self.name}: NIC has no ports")
         sysctls = ["net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1",
                    "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0",
-                   "net.ipv4.fib_multipath_hash_policy=1"]
+                   "net.ipv4.fib_multipath_hash_policy=1",
+                   # a dual-port NIC stops using a port whose link is down (HPN dual-ToR failover)
+                   "net.ipv4.conf.all.ignore_routes_with_linkdown=1"]
         sysctls += [f"net.ipv4.conf.{i}.rp_filter=0" for i in intfs]
         self._exec(["sysctl", "-q", "-w", *sysctls], "sysctl")
         for intf in intfs:

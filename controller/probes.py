@@ -1,0 +1,215 @@
+"""Link probes: find links that stay up but drop packets, and have them isolated.
+
+Every round (`period`), the prober reads every switch's per-port packet counters (one Read per
+switch) and sends `probes` frames by P4Runtime packet-out out of both ends of every
+switch-to-switch link (ethertype 0x88B5, dropped by the far switch's pipeline after its ingress
+port counter has counted them). For each direction A:p -> B:q, the frames A's egress counted on p
+since the previous round and B's ingress did not count on q were lost on the wire. Judging a
+whole period at a time keeps the error of reading two switches at slightly different moments
+small against what crossed the link. Probes keep idle links measured; busy links
+are measured with their traffic too. This uses only packet-out and counters, so it runs on p4switch
+and BMv2 alike.
+
+A direction is bad in a round when it lost at least `threshold` of what was sent and at least
+`min_lost` frames. A link bad for `bad_rounds` rounds in a row is isolated (`on_verdict(link,
+True)`); one good for `good_rounds` rounds in a row afterwards is given back.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from p4.v1 import p4runtime_pb2
+
+from controller.fabric import FabricController
+from controller.linkwatch import interface_up
+from controller.schema import encode
+from topos.model import Link
+
+log = logging.getLogger(__name__)
+PROBE_ETHERTYPE = 0x88B5
+Counters = dict[int, int]  # port -> packets
+Verdict = Callable[[Link, bool], None]
+
+
+@dataclass
+class DirectionLoss:
+    link: str  # "a~b"
+    src: str
+    dst: str
+    sent: int
+    received: int
+
+    @property
+    def lost(self) -> int:
+        return max(0, self.sent - self.received)
+
+    @property
+    def loss(self) -> float:
+        return self.lost / self.sent if self.sent else 0.0
+
+
+@dataclass
+class ProbeRound:
+    started: float
+    seconds: float
+    directions: list[DirectionLoss]
+    bad_links: list[str]  # bad in this round
+    isolated: list[str]  # isolated after this round
+
+
+def probe_frame(src_mac: str, dst_mac: str, seq: int) -> bytes:
+    mac = bytes.fromhex
+    return (mac(dst_mac.replace(":", "")) + mac(src_mac.replace(":", ""))
+            + PROBE_ETHERTYPE.to_bytes(2, "big") + b"fabric-lab probe" + seq.to_bytes(4, "big")
+            + bytes(26))
+
+
+class LinkProber:
+    """Periodic loss probes over every switch-to-switch link of a controlled fabric."""
+
+    def __init__(self, ctl: FabricController, *, period: float = 1.0, probes: int = 5,
+                 threshold: float = 0.1, min_lost: int = 5,
+                 bad_rounds: int = 2, good_rounds: int = 3, on_verdict: Verdict | None = None):
+        self.ctl = ctl
+        self.spec = ctl.spec
+        self.period, self.probes = period, probes
+        self.threshold, self.min_lost = threshold, min_lost
+        self.bad_rounds, self.good_rounds = bad_rounds, good_rounds
+        self.on_verdict = on_verdict
+        self.links = [ln for ln in self.spec.links
+                      if self.spec.is_switch(ln.a.node) and self.spec.is_switch(ln.b.node)]
+        self.switches = sorted({ln.a.node for ln in self.links} | {ln.b.node for ln in self.links})
+        self._ports = {sw: sorted(ln.end(sw).port for ln in self.links if sw in (ln.a.node, ln.b.node))
+                       for sw in self.switches}
+        self.rounds: list[ProbeRound] = []
+        self.isolated: set[str] = set()
+        self._streak: dict[str, int] = {}  # + bad rounds in a row, - good rounds in a row
+        self._seq = 0
+        self._last: tuple[dict, set[str]] | None = None  # previous counters, links up then
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._port_meta = self._packet_out_port()
+        names = ctl.intent.names
+        self._rx_id = ctl.schema.counter(names.rx_counter).preamble.id
+        self._tx_id = ctl.schema.counter(names.tx_counter).preamble.id
+
+    def _packet_out_port(self) -> tuple[int, int]:
+        """(metadata id, bit width) of the packet_out header's egress port field."""
+        for header in self.ctl.pipeline.p4info.controller_packet_metadata:
+            if header.preamble.name == "packet_out":
+                for meta in header.metadata:
+                    if meta.name == "egress_port":
+                        return meta.id, meta.bitwidth
+        raise ValueError("the program has no packet_out controller header with an egress_port")
+
+    # ---- one round -----------------------------------------------------------------------
+    def _counters(self, switch: str) -> tuple[Counters, Counters]:
+        """(rx, tx) packets of the switch's probed ports, every cell in one Read."""
+        entities = []
+        for counter_id in (self._rx_id, self._tx_id):
+            for port in self._ports[switch]:
+                entity = p4runtime_pb2.Entity()
+                entity.counter_entry.counter_id = counter_id
+                entity.counter_entry.index.index = port
+                entities.append(entity)
+        rx: Counters = {}
+        tx: Counters = {}
+        for e in self.ctl.clients[switch].read(entities):
+            cell = e.counter_entry
+            (rx if cell.counter_id == self._rx_id else tx)[cell.index.index] = \
+                cell.data.packet_count
+        return rx, tx
+
+    def _snapshot(self, pool: ThreadPoolExecutor) -> dict[str, tuple[Counters, Counters]]:
+        futures = {sw: pool.submit(self._counters, sw) for sw in self.switches}
+        return {sw: f.result() for sw, f in futures.items()}
+
+    def _send_probes(self) -> None:
+        meta_id, width = self._port_meta
+        for _ in range(self.probes):
+            self._seq += 1
+            for ln in self.links:
+                for near, far in ((ln.a, ln.b), (ln.b, ln.a)):
+                    self.ctl.clients[near.node].packet_out(
+                        probe_frame(near.mac, far.mac, self._seq),
+                        [(meta_id, encode(near.port, width, "port"))])
+
+    def probe_once(self) -> ProbeRound | None:
+        """Read the counters, judge the interval since the previous read, send this round's
+        probes. The first call only starts the interval (None)."""
+        started = time.time()
+        up_now = {ln.a.intf for ln in self.links
+                  if interface_up(ln.a.intf) and interface_up(ln.b.intf)}
+        with ThreadPoolExecutor(max_workers=min(16, len(self.switches) or 1)) as pool:
+            now = self._snapshot(pool)
+        before, up_before = self._last or (None, set())
+        self._last = (now, up_now)
+        self._send_probes()
+        if before is None:
+            return None
+        directions = []
+        for ln in self.links:
+            if ln.a.intf not in up_before or ln.a.intf not in up_now:
+                continue  # a link that went down is the port watcher's business, not a drop
+            name = f"{ln.a.node}~{ln.b.node}"
+            for near, far in ((ln.a, ln.b), (ln.b, ln.a)):
+                sent = now[near.node][1].get(near.port, 0) - before[near.node][1].get(near.port, 0)
+                received = (now[far.node][0].get(far.port, 0)
+                            - before[far.node][0].get(far.port, 0))
+                directions.append(DirectionLoss(name, near.node, far.node, sent, received))
+        bad = sorted({d.link for d in directions
+                      if d.loss >= self.threshold and d.lost >= self.min_lost})
+        self._verdicts(bad, {d.link for d in directions})
+        result = ProbeRound(started, time.time() - started, directions, bad,
+                            sorted(self.isolated))
+        self.rounds.append(result)
+        return result
+
+    def _verdicts(self, bad: list[str], measured: set[str]) -> None:
+        by_name = {f"{ln.a.node}~{ln.b.node}": ln for ln in self.links}
+        for name, link in by_name.items():
+            if name not in measured:
+                continue
+            streak = self._streak.get(name, 0)
+            if name in bad:
+                streak = streak + 1 if streak > 0 else 1
+            else:
+                streak = streak - 1 if streak < 0 else -1
+            self._streak[name] = streak
+            if name not in self.isolated and streak >= self.bad_rounds:
+                self.isolated.add(name)
+                log.warning("probes: %s drops packets: isolating it", name)
+                if self.on_verdict:
+                    self.on_verdict(link, True)
+            elif name in self.isolated and -streak >= self.good_rounds:
+                self.isolated.discard(name)
+                log.info("probes: %s is clean again: giving it back", name)
+                if self.on_verdict:
+                    self.on_verdict(link, False)
+
+    # ---- periodic ------------------------------------------------------------------------
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                self.probe_once()
+            except Exception as err:  # a failed round must not end the prober
+                log.warning("probe round failed: %s", err)
+            self._stop.wait(max(0.0, self.period - (time.monotonic() - started)))
+
+    def start(self) -> LinkProber:
+        self._thread = threading.Thread(target=self._run, name="link-probes", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None

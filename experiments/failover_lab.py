@@ -1,0 +1,323 @@
+"""A routed fabric with flows running and links to fail: what the failover experiment, the live
+demo and the failover tests share.
+
+    with FailoverLab(spec) as lab:                  # Mininet + switches + controller + loops
+        flows = lab.plan_flows(["h0n0"], ["h2n0"], per_pair=4)
+        with lab.start_flows(flows, pps=300) as run:
+            link = lab.busiest_link(lab.candidates("uplink", flows))
+            t_fail = lab.fail("uplink", link)
+            ...
+        run.results                                  # per-flow receiver records
+
+The controller reconverges on port events (`Reconverger`) and, when probes are on, isolates
+links the `LinkProber` finds dropping.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from controller.fabric import FabricController
+from controller.pipeline import build_pipeline
+from controller.probes import LinkProber
+from controller.reconverge import Reconverger
+from topos.mininet import cli as links
+from topos.model import FabricSpec, Link
+from traffic.hosts import MininetHost, python_argv
+
+PROGRAM = Path(__file__).resolve().parents[1] / "p4src" / "ecmp.p4"
+KINDS = ("uplink", "downlink", "tor", "silent")
+
+
+@dataclass(frozen=True)
+class Flow:
+    src: str  # NIC names
+    dst: str
+    dst_ip: str
+    qpn: int
+    sport: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.src}->{self.dst}#{self.qpn}"
+
+
+@dataclass
+class Failure:
+    kind: str
+    target: str  # link name "a~b" or switch name
+    t_fail: float = 0.0
+    t_restore: float = 0.0
+
+
+def _lines(proc: subprocess.Popen, on_line) -> threading.Thread:
+    def pump() -> None:
+        for line in proc.stdout:
+            try:
+                on_line(json.loads(line))
+            except ValueError:
+                continue
+    thread = threading.Thread(target=pump, daemon=True)
+    thread.start()
+    return thread
+
+
+@dataclass
+class FlowRun:
+    """Flows running: live bins per flow while they run, receiver records once stopped."""
+
+    flows: list[Flow]
+    t0: float
+    bin_s: float
+    procs: list[tuple[str, subprocess.Popen]] = field(default_factory=list)  # (role, proc)
+    bins: dict[str, dict[int, int]] = field(default_factory=dict)  # flow name -> bin -> bytes
+    results: dict[str, dict] = field(default_factory=dict)  # flow name -> receiver record
+    sent: dict[str, dict] = field(default_factory=dict)  # flow name -> sender record
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    _threads: list[threading.Thread] = field(default_factory=list)
+    _ready: dict[int, threading.Event] = field(default_factory=dict)
+
+    def _by_key(self, src_ip_of: dict[str, str]) -> dict[str, Flow]:
+        return {f"{src_ip_of[f.src]}/{f.qpn}": f for f in self.flows}
+
+    def attach(self, role: str, proc: subprocess.Popen, src_ip_of: dict[str, str]) -> None:
+        keys = self._by_key(src_ip_of)
+        ready = self._ready[proc.pid] = threading.Event()
+
+        def on_line(msg: dict) -> None:
+            event = msg.get("event")
+            if event == "ready":
+                ready.set()
+            elif event == "bins":
+                with self.lock:
+                    for key, cells in msg["flows"].items():
+                        if key in keys:
+                            series = self.bins.setdefault(keys[key].name, {})
+                            series.update({int(i): n for i, n in cells})
+            elif event == "result" and role == "recv":
+                for rec in msg["flows"]:
+                    flow = keys.get(f"{rec['src']}/{rec['qpn']}")
+                    if flow:
+                        self.results[flow.name] = rec
+            elif event == "result":
+                by_qp = {(f.dst_ip, f.qpn): f for f in self.flows}
+                for rec in msg["flows"]:
+                    flow = by_qp.get((rec["dst"], rec["qpn"]))
+                    if flow:
+                        self.sent[flow.name] = rec
+        self.procs.append((role, proc))
+        self._threads.append(_lines(proc, on_line))
+
+    def wait_ready(self, timeout: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout
+        for (role, proc), event in zip(self.procs, self._ready.values(), strict=True):
+            if not event.wait(max(0.0, deadline - time.monotonic())):
+                raise RuntimeError(f"flow {role}er (pid {proc.pid}) did not start: "
+                                   f"{proc.stderr.read().decode(errors='replace')[-500:]}")
+
+    def snapshot(self) -> dict[str, dict[int, int]]:
+        with self.lock:
+            return {name: dict(series) for name, series in self.bins.items()}
+
+    def stop(self, drain_s: float = 0.3) -> None:
+        """Senders first, then (after in-flight packets arrive) receivers; collect results."""
+        for role in ("send", "recv"):
+            for r, proc in self.procs:
+                if r == role and proc.poll() is None:
+                    proc.send_signal(signal.SIGTERM)
+            for r, proc in self.procs:
+                if r == role:
+                    try:
+                        proc.wait(10)
+                    except subprocess.TimeoutExpired:
+                        proc.kill()
+                        proc.wait()
+            if role == "send":
+                time.sleep(drain_s)  # packets still in the switches' queues
+        for thread in self._threads:
+            thread.join(5)
+        for _role, proc in self.procs:
+            for stream in (proc.stdout, proc.stderr):
+                if stream:
+                    stream.close()
+
+    def __enter__(self) -> FlowRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class FailoverLab:
+    """Mininet fabric + switches + controller (+ reconvergence loop, + probes)."""
+
+    def __init__(self, spec: FabricSpec, *, target: str = "p4switch", program: Path = PROGRAM,
+                 log_dir: Path | None = None, reconverge: bool = True, probes: bool = True,
+                 probe_period: float = 1.0, watch_interval: float = 0.05):
+        self.spec = spec
+        self.target_name = target
+        self.program = program
+        self.log_dir = log_dir
+        self.use_reconverger, self.use_probes = reconverge, probes
+        self.probe_period, self.watch_interval = probe_period, watch_interval
+        self.net = None
+        self.ctl: FabricController | None = None
+        self.rc: Reconverger | None = None
+        self.prober: LinkProber | None = None
+        self.ip_of = {nic.name: nic.ip for nic in spec.host_nics()}
+
+    # ---- lifecycle -----------------------------------------------------------------------
+    def start(self) -> FailoverLab:
+        from topos.mininet import FabricNetwork, select_target
+
+        target = select_target(self.target_name)
+        pipeline = build_pipeline(self.program, target.name)
+        self.net = FabricNetwork(self.spec, target, log_dir=self.log_dir)
+        try:
+            self.net.start()
+            self.ctl = FabricController(self.spec, pipeline)
+            self.ctl.connect()
+            self.ctl.program()
+            if self.use_reconverger:
+                log = self.log_dir / "link-events.log" if self.log_dir else None
+                self.rc = Reconverger(self.ctl, interval=self.watch_interval,
+                                      log_path=log).start()
+            if self.use_probes:
+                verdict = self.rc.isolate if self.rc else None
+                self.prober = LinkProber(self.ctl, period=self.probe_period,
+                                         on_verdict=verdict).start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        if self.prober:
+            self.prober.stop()
+        if self.rc:
+            self.rc.stop()
+        if self.ctl:
+            self.ctl.close()
+        if self.net:
+            self.net.stop()
+        self.net = self.ctl = self.rc = self.prober = None
+
+    def __enter__(self) -> FailoverLab:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- flows ---------------------------------------------------------------------------
+    def plan_flows(self, sources: list[str], dests: list[str], per_pair: int = 2) -> list[Flow]:
+        flows = []
+        for i, src in enumerate(sources):
+            for j, dst in enumerate(dests):
+                for k in range(per_pair):
+                    qpn = 0x100 + (i * len(dests) + j) * per_pair + k
+                    flows.append(Flow(src, dst, self.ip_of[dst], qpn, 49152 + qpn))
+        return flows
+
+    def start_flows(self, flows: list[Flow], *, pps: float = 300.0, size: int = 256,
+                    bin_s: float = 0.01, report_s: float = 0.1) -> FlowRun:
+        run = FlowRun(flows, time.time(), bin_s)
+        gap = 1.5 / pps  # a single lost packet leaves a gap of two intervals
+        try:
+            for dst in sorted({f.dst for f in flows}):
+                argv = python_argv("experiments.failover_flows", "recv", "--t0", repr(run.t0),
+                                   "--bin", str(bin_s), "--gap", str(gap),
+                                   "--report", str(report_s))
+                run.attach("recv", self._popen(dst, argv), self.ip_of)
+            run.wait_ready()
+            for src in sorted({f.src for f in flows}):
+                argv = python_argv("experiments.failover_flows", "send", "--pps", str(pps),
+                                   "--size", str(size))
+                for f in flows:
+                    if f.src == src:
+                        argv += ["--flow", f"{f.dst_ip}:{f.qpn}:{f.sport}"]
+                run.attach("send", self._popen(src, argv), self.ip_of)
+            run.wait_ready()
+        except BaseException:
+            run.stop()
+            raise
+        return run
+
+    def _popen(self, nic: str, argv: list[str]) -> subprocess.Popen:
+        host = MininetHost(self.net.host(nic))
+        return host.popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+
+    # ---- what to fail --------------------------------------------------------------------
+    def tors_of(self, nics: list[str]) -> list[str]:
+        return sorted({sw for nic in nics for sw, _ in self.spec.attachments(nic)})
+
+    def candidates(self, kind: str, flows: list[Flow]) -> list[Link]:
+        """Links a failure of `kind` may hit for these flows (tor: the source ToRs' uplinks)."""
+        if kind not in KINDS:
+            raise ValueError(f"unknown failure kind {kind!r}; choose from {', '.join(KINDS)}")
+        src_tors = self.tors_of([f.src for f in flows])
+        dst_tors = self.tors_of([f.dst for f in flows])
+        if kind in ("uplink", "silent", "tor"):
+            tors, shared = src_tors, set(dst_tors)
+        else:
+            tors, shared = dst_tors, set(src_tors)
+        out = []
+        for tor in tors:
+            for ln in self.spec.links_of(tor):
+                far = ln.other(tor).node
+                if self.spec.is_switch(far) and far not in shared:
+                    out.append(ln)
+        return out
+
+    def busiest_link(self, candidates: list[Link], seconds: float = 0.5) -> Link:
+        """The candidate link that carried the most packets over `seconds` (port counters)."""
+        ends = [(ln, ln.a if self.spec.is_switch(ln.a.node) else ln.b) for ln in candidates]
+        if not ends:
+            raise ValueError("no candidate link to fail in this fabric for these flows")
+
+        def counts() -> dict[tuple[str, int], int]:
+            out = {}
+            for sw in {end.node for _, end in ends}:
+                rx, tx = self.ctl.port_counters(sw)
+                for port in set(rx) | set(tx):
+                    out[(sw, port)] = rx.get(port, (0, 0))[0] + tx.get(port, (0, 0))[0]
+            return out
+
+        before = counts()
+        time.sleep(seconds)  # the observation window
+        after = counts()
+        return max(ends, key=lambda le: after.get((le[1].node, le[1].port), 0)
+                   - before.get((le[1].node, le[1].port), 0))[0]
+
+    def target_of(self, kind: str, link: Link) -> str:
+        """For `tor`, the ToR at the near end of the link; the link otherwise."""
+        if kind == "tor":
+            return link.a.node if self.spec.switch(link.a.node).tier == 1 else link.b.node
+        return links.link_name(link)
+
+    # ---- failing and restoring -----------------------------------------------------------
+    def fail(self, failure: Failure, drop: float = 0.3) -> float:
+        failure.t_fail = time.time()
+        if failure.kind == "tor":
+            links.set_switch(self.spec, failure.target, False)
+        elif failure.kind == "silent":
+            links.set_silent_drop(self.spec, links.find_link(self.spec, failure.target), drop)
+        else:
+            links.set_link(self.spec, links.find_link(self.spec, failure.target), False)
+        return failure.t_fail
+
+    def restore(self, failure: Failure) -> float:
+        failure.t_restore = time.time()
+        if failure.kind == "tor":
+            links.set_switch(self.spec, failure.target, True)
+        elif failure.kind == "silent":
+            links.set_silent_drop(self.spec, links.find_link(self.spec, failure.target), 0.0)
+        else:
+            links.set_link(self.spec, links.find_link(self.spec, failure.target), True)
+        return failure.t_restore
