@@ -1,0 +1,89 @@
+"""The control-plane model: names, ids and properties as p4c writes them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import PROGRAMS, compiled
+
+from p4switch import cpmodel as cp
+from p4switch.compiler import CompiledProgram, compile_program, compile_source
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_names_of_nested_instances_and_annotations():
+    m = compiled("control_flow.p4").model
+    assert [t.name for t in m.tables] == [
+        "CfIngress.exact_tbl", "CfIngress.first.classify",
+        "CfIngress.second_classifier.classify", "CfIngress.ecmp", "CfIngress.ranges"]
+    assert [r.name for r in m.registers] == [
+        "CfIngress.store", "CfIngress.first.last_key", "CfIngress.second_classifier.last_key"]
+    assert {a.name for a in m.actions} >= {
+        "CfIngress.hit_one", "CfIngress.first.set_result", "CfIngress.second_classifier.give_up",
+        "NoAction"}
+
+
+def test_table_properties():
+    m = compiled("control_flow.p4").model
+    exact = m.table("CfIngress.exact_tbl")
+    assert [(f.name, f.bitwidth, f.match_kind) for f in exact.match_fields] == [
+        ("hdr.req.key", 8, "exact")]
+    assert exact.default_action == cp.ActionCall("CfIngress.hit_one", (0x77,))
+    assert not exact.const_default_action
+    assert exact.direct_meter == "CfIngress.dmeter"
+    ecmp = m.table("CfIngress.ecmp")
+    assert [f.name for f in ecmp.match_fields] == ["hdr.req.key"]
+    assert [(f.name, f.match_kind) for f in ecmp.selector_fields] == [("hdr.req.value", "selector")]
+    assert ecmp.implementation == "CfIngress.sel"
+    # no default action given and NoAction not listed: p4c adds it, @defaultonly
+    assert [(r.name, r.scope) for r in ecmp.action_refs] == [
+        ("CfIngress.pick", "TABLE_AND_DEFAULT"), ("NoAction", "DEFAULT_ONLY")]
+    assert ecmp.default_action == cp.ActionCall("NoAction")
+    classify = m.table("CfIngress.first.classify")
+    assert classify.const_default_action and classify.is_const
+    assert classify.const_entries[0].keys == [cp.FieldMatch("ternary", value=0x10, mask=0xF0)]
+    assert classify.const_entries[3].keys == [None]
+    assert classify.const_entries[1].action == cp.ActionCall("CfIngress.first.set_result", (2,))
+    (prof,) = m.action_profiles
+    assert (prof.name, prof.with_selector, prof.selector_algorithm, prof.selector_output_width,
+            prof.size, prof.table_names) == ("CfIngress.sel", True, "crc16", 16, 64,
+                                             ["CfIngress.ecmp"])
+    meters = {x.name: (x.unit, x.size, x.direct_table) for x in m.meters}
+    assert meters == {"CfIngress.limiter": ("packets", 4, None),
+                      "CfIngress.dmeter": ("packets", 0, "CfIngress.exact_tbl")}
+    hit_one = m.action("CfIngress.hit_one")
+    assert [(p.name, p.bitwidth) for p in hit_one.params] == [("v", 8)]
+
+
+def test_key_names_validity_slices_and_annotations():
+    src = (PROGRAMS / "l3.p4").read_text().replace(
+        "key = { hdr.ipv4.dstAddr: lpm; }",
+        'key = { hdr.ipv4.dstAddr: lpm; hdr.udp.isValid(): exact; '
+        'hdr.ipv4.diffserv[7:2]: ternary; hdr.ipv4.ttl: exact @name("hop_limit"); }')
+    m = compile_source(src, str(PROGRAMS / "l3.p4")).model
+    t = m.table("L3Ingress.ipv4_lpm")
+    assert [(f.name, f.bitwidth, f.match_kind) for f in t.match_fields] == [
+        ("hdr.ipv4.dstAddr", 32, "lpm"), ("hdr.udp.$valid$", 1, "exact"),
+        ("hdr.ipv4.diffserv[7:2]", 6, "ternary"), ("hop_limit", 8, "exact")]
+    assert t.direct_counter == "L3Ingress.lpm_hits"
+    counters = {c.name: (c.unit, c.size, c.direct_table) for c in m.counters}
+    assert counters == {"L3Ingress.rx": ("packets_and_bytes", 16, None),
+                        "L3Ingress.lpm_hits": ("packets_and_bytes", 0, "L3Ingress.ipv4_lpm")}
+
+
+def test_lab_program_controller_headers_and_names():
+    m = compile_program(ROOT / "p4src" / "ecmp.p4").model
+    heads = {h.name: [(f.name, f.bitwidth) for f in h.fields] for h in m.controller_headers}
+    assert heads == {"packet_in": [("ingress_port", 9), ("_pad", 7)],
+                     "packet_out": [("egress_port", 9), ("_pad", 7)]}
+    assert "FabricIngress.routing.ipv4_lpm" in [t.name for t in m.tables]
+    assert "FabricIngress.port_counters.rx_port_counter" in [c.name for c in m.counters]
+
+
+def test_device_config_round_trip():
+    program = compiled("l3.p4")
+    again = CompiledProgram.from_device_config(program.device_config())
+    assert again.name == "l3"
+    assert again.model == program.model
+    assert again.python_source == program.python_source
