@@ -153,7 +153,8 @@ class TableGen:
             with em.indent():
                 if color:
                     self.meter_colors[id(info.meter_decl)] = color
-                self.inline_action(r.sym, [], env, data_args=f"{act}.args")
+                self.inline_action(r.sym, getattr(r, "bound", []), env,
+                                   data_args=f"{act}.args")
         return hit, name
 
     def _key_value(self, e: A.Expr, env: Env) -> str:

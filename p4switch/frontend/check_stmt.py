@@ -212,8 +212,7 @@ class StmtChecker:
                 self.err(ref.pos, f"'{ref.name}' is not an action")
                 continue
             ref.sym = sym
-            if ref.args:
-                self.err(ref.pos, "unsupported: arguments bound in a table's actions list")
+            ref.bound = self._bind_action_ref(ref, sym, scope)
         names = {r.name: r for r in t.actions}
         for name, prop in t.props.items():
             if name == "default_action":
@@ -250,6 +249,31 @@ class StmtChecker:
             if any(a.name == "priority" for e in t.entries for a in e.annotations):
                 self.err(t.pos, "unsupported: @priority on table entries")
 
+    def _bind_action_ref(self, ref: A.ActionRefDecl, sym: ActionSym, scope: Scope) -> list:
+        """`actions = { a(x) }`: x binds a's first (directional) parameters."""
+        args = ref.args or []
+        params = sym.decl.params
+        if len(args) > len(params):
+            self.err(ref.pos, f"action {ref.name} takes {len(params)} argument(s)")
+            return []
+        bound = []
+        for p, a in zip(params, args):
+            if not p.direction:
+                self.err(a.pos, f"action {ref.name}: '{p.name}' is set by the control plane")
+                continue
+            if a.expr is None:
+                bound.append((p, None))
+                continue
+            self.expr(a.expr, scope)
+            self.convert(a.expr, self.resolve_type(p.tref), f"action {ref.name}: ")
+            if p.direction in ("out", "inout"):
+                self.check_lvalue(a.expr, f"action {ref.name}: argument '{p.name}'")
+            bound.append((p, a.expr))
+        for p in params[len(args):]:
+            if p.direction:
+                self.err(ref.pos, f"action {ref.name}: parameter '{p.name}' needs an argument")
+        return bound
+
     def _default_action(self, t: A.TableDecl, prop: A.TableProp, names: dict,
                         scope: Scope) -> None:
         v = prop.value
@@ -274,6 +298,12 @@ class StmtChecker:
         if sym is None:
             return
         params = [p for p in sym.decl.params if not p.direction]
+        if len(args) == len(sym.decl.params) and len(args) != len(params):
+            # the directional arguments repeat the actions list's; keep the action data
+            for p, a in zip(sym.decl.params, args):
+                if p.direction and a.expr is not None:
+                    self.expr(a.expr, scope)
+            args[:] = [a for p, a in zip(sym.decl.params, args) if not p.direction]
         if len(args) != len(params):
             self.err(pos, f"{what} {ref.name}: expects {len(params)} argument(s), "
                           f"got {len(args)}")
