@@ -2,8 +2,9 @@
 
 The lab's ECMP program (p4src/ecmp.p4) with a /24 route to a 4-member ECMP group, per-port
 source MACs and RoCEv2 traffic whose UDP source port varies per packet (so the selector hash,
-the flow hash and the checksum update all run). Prints pps for 64-byte and 1000-byte frames, by process CPU time (the one-core figure, robust to
-other load on the machine) and by wall-clock time.
+the flow hash and the checksum update all run). Prints pps for 64-byte and 1000-byte frames,
+by process CPU time (the one-core figure, robust to other load on the machine) and by
+wall-clock time.
 
     .venv/bin/python bench/engine_pps.py [--packets N] [--program p4src/ecmp.p4]
 """

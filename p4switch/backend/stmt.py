@@ -265,10 +265,9 @@ class StmtGen:
                 continue
             value = self.ex(a, env)
             agg = is_aggregate(t) or isinstance(a.type, (StructType, StackType))
-            if agg and p.direction in ("", "in"):
-                if by_ref_ok and _simple_path(a):
-                    inner.bind(sym, value)
-                    continue
+            if agg and p.direction in ("", "in") and by_ref_ok and _simple_path(a):
+                inner.bind(sym, value)
+                continue
             if agg and by_ref_ok and p.direction == "inout" and _simple_path(a) and \
                     not _overlaps(a, refs):
                 inner.bind(sym, value)
@@ -347,7 +346,7 @@ class StmtGen:
             return call
         res = self.em.fresh("r")
         self.em.line(f"{res} = {call}")
-        for i, (p, a) in enumerate(outs):
+        for i, (_, a) in enumerate(outs):
             if a is not None:
                 val = f"{res}[{i + 1}]"
                 self.assign(a, val, env)
@@ -386,9 +385,9 @@ def _path(e: A.Expr) -> tuple:
     if isinstance(e, A.Name):
         return (id(e.ref),)
     if isinstance(e, A.Member):
-        return _path(e.expr) + (e.name,)
+        return (*_path(e.expr), e.name)
     if isinstance(e, (A.Index, A.Slice)):
-        return _path(e.expr) + ("[]",)
+        return (*_path(e.expr), "[]")
     return (id(e),)
 
 

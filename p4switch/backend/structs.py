@@ -46,7 +46,7 @@ def _gen_class(em: Emitter, t: StructType) -> None:
         em.line(f"_fields = {tuple(n for n, _ in t.fields)!r}")
         if header:
             em.line("_valid = False")
-            for n, (_, ft) in zip(names, t.fields):
+            for n, (_, ft) in zip(names, t.fields, strict=False):
                 em.line(f"{n} = {zero_value(ft)}")
             em.line("def _copy(self):")
             with em.indent():
@@ -62,18 +62,18 @@ def _gen_class(em: Emitter, t: StructType) -> None:
             em.line(f"__slots__ = {tuple(names)!r}")
             em.line("def __init__(self):")
             with em.indent():
-                for n, (_, ft) in zip(names, t.fields):
+                for n, (_, ft) in zip(names, t.fields, strict=False):
                     em.line(f"self.{n} = {zero_value(ft)}")
             em.line("def _copy(self):")
             with em.indent():
                 em.line(f"c = {cls}.__new__({cls})")
-                for n, (_, ft) in zip(names, t.fields):
+                for n, (_, ft) in zip(names, t.fields, strict=False):
                     suffix = "._copy()" if is_aggregate(ft) else ""
                     em.line(f"c.{n} = self.{n}{suffix}")
                 em.line("return c")
             em.line("def _assign(self, o):")
             with em.indent():
-                for n, (_, ft) in zip(names, t.fields):
+                for n, (_, ft) in zip(names, t.fields, strict=False):
                     if is_aggregate(ft):
                         em.line(f"self.{n}._assign(o.{n})")
                     else:
@@ -84,7 +84,7 @@ def _gen_class(em: Emitter, t: StructType) -> None:
             if header:
                 em.line("if not self._valid and not o._valid: return True")
                 parts.append("self._valid == o._valid")
-            for n, (_, ft) in zip(names, t.fields):
+            for n, (_, ft) in zip(names, t.fields, strict=False):
                 parts.append(f"self.{n}._eq(o.{n})" if is_aggregate(ft)
                              else f"self.{n} == o.{n}")
             em.line("return " + (" and ".join(parts) or "True"))
@@ -97,7 +97,7 @@ def _gen_class(em: Emitter, t: StructType) -> None:
             em.line("c = cls()")
             if header:
                 em.line("c._valid = True")
-            for i, (n, (_, ft)) in enumerate(zip(names, t.fields)):
+            for i, (n, (_, ft)) in enumerate(zip(names, t.fields, strict=False)):
                 if is_aggregate(ft):
                     em.line(f"c.{n}._assign(vals[{i}])")
                 else:
@@ -108,7 +108,7 @@ def _gen_class(em: Emitter, t: StructType) -> None:
         else:
             em.line("def _emit(self, out):")
             with em.indent():
-                for n, (_, ft) in zip(names, t.fields):
+                for n, (_, ft) in zip(names, t.fields, strict=False):
                     if is_aggregate(ft):
                         em.line(f"self.{n}._emit(out)")
     em.line("")

@@ -87,10 +87,9 @@ class Checker(ExprChecker, CallChecker, StmtChecker):
             if isinstance(width, A.Expr):
                 self.expr(width, self.scope)
                 width = width.const
-            if not isinstance(width, int) or width <= 0 or (k == "sint" and width < 2):
-                if not (isinstance(width, int) and width == 0):
-                    self.err(tref.pos, f"invalid width {width}")
-                    return UNKNOWN
+            if not isinstance(width, int) or width < 0 or (k == "sint" and width < 2):
+                self.err(tref.pos, f"invalid width {width}")
+                return UNKNOWN
             return Bits(width, k == "sint")
         if isinstance(tref, A.VoidTypeRef):
             return VoidType()

@@ -78,12 +78,12 @@ class ExprChecker:
                                                                            A.StructInit)):
             self._convert_aggregate(e, target, what)
             return
-        if isinstance(target, StackType) and isinstance(e, A.ListExpr):
-            if len(e.items) == target.size:
-                for item in e.items:
-                    self.convert(item, target.elem, what)
-                e.type = target
-                return
+        if isinstance(target, StackType) and isinstance(e, A.ListExpr) and \
+                len(e.items) == target.size:
+            for item in e.items:
+                self.convert(item, target.elem, what)
+            e.type = target
+            return
         self.err(e.pos, f"{what}cannot convert {t} to {target}")
 
     def _convert_aggregate(self, e, target, what: str) -> None:
@@ -255,9 +255,9 @@ class ExprChecker:
             if isinstance(it, IntLit) and e.index.const is None:
                 self.err(e.index.pos, "cannot infer the width of the index")
             return t.elem
-        if isinstance(t, TupleType) and e.index.const is not None:
-            if 0 <= e.index.const < len(t.elems):
-                return t.elems[e.index.const]
+        if isinstance(t, TupleType) and e.index.const is not None and \
+                0 <= e.index.const < len(t.elems):
+            return t.elems[e.index.const]
         self.err(e.pos, f"cannot index a value of type {t}")
         return UNKNOWN
 
@@ -322,9 +322,8 @@ class ExprChecker:
                 rt = BOOL
                 if op not in ("==", "!=") and not isinstance(operand, (Bits, IntLit)):
                     self.err(e.pos, f"{op} needs numeric operands, not {operand}")
-                elif isinstance(operand, (StructType, StackType, ListType, TupleType)):
-                    if isinstance(operand, StructType) and operand.kind == "header_union":
-                        self.err(e.pos, "unsupported: comparing header unions")
+                elif isinstance(operand, StructType) and operand.kind == "header_union":
+                    self.err(e.pos, "unsupported: comparing header unions")
             else:
                 rt = operand
                 if not isinstance(operand, (Bits, IntLit)):

@@ -257,7 +257,7 @@ class StmtChecker:
             self.err(ref.pos, f"action {ref.name} takes {len(params)} argument(s)")
             return []
         bound = []
-        for p, a in zip(params, args):
+        for p, a in zip(params, args, strict=False):
             if not p.direction:
                 self.err(a.pos, f"action {ref.name}: '{p.name}' is set by the control plane")
                 continue
@@ -300,10 +300,10 @@ class StmtChecker:
         params = [p for p in sym.decl.params if not p.direction]
         if len(args) == len(sym.decl.params) and len(args) != len(params):
             # the directional arguments repeat the actions list's; keep the action data
-            for p, a in zip(sym.decl.params, args):
+            for p, a in zip(sym.decl.params, args, strict=False):
                 if p.direction and a.expr is not None:
                     self.expr(a.expr, scope)
-            args[:] = [a for p, a in zip(sym.decl.params, args) if not p.direction]
+            args[:] = [a for p, a in zip(sym.decl.params, args, strict=False) if not p.direction]
         if len(args) != len(params):
             self.err(pos, f"{what} {ref.name}: expects {len(params)} argument(s), "
                           f"got {len(args)}")

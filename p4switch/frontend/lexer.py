@@ -53,7 +53,7 @@ class TypeNames:
         n = len(toks)
         depth = 0
         decl_end = _decl_ends(toks)
-        for i, (t, pos) in enumerate(toks):
+        for i, (t, _) in enumerate(toks):
             if t == "{":
                 depth += 1
             elif t == "}":

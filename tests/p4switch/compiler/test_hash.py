@@ -54,9 +54,9 @@ def test_result_is_truncated_to_the_output_width(switch):
 
 
 def test_fast_checksum_matches_the_runtime_algorithm():
-    from p4switch.backend.rt import csum16 as fast
-
     import random
+
+    from p4switch.backend.rt import csum16 as fast
     rnd = random.Random(1)
     for n in range(0, 64):
         data = bytes(rnd.randrange(256) for _ in range(n))
