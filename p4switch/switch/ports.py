@@ -4,6 +4,10 @@ Each port receives every frame arriving on its interface (copies of frames the s
 sends are ignored: PACKET_IGNORE_OUTGOING, and the PACKET_OUTGOING check as a fallback) and
 transmits frames with `send`. With a pcap directory, `<iface>_in.pcap` and `<iface>_out.pcap`
 record the port's traffic like BMv2's `--pcap`.
+
+The kernel strips 802.1Q tags off received frames before packet sockets see them (the tag
+travels as metadata); like libpcap, the port puts the tag back from PACKET_AUXDATA, so the
+pipeline sees the frame as it was on the wire.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import contextlib
 import errno
 import os
 import socket
+import struct
 from dataclasses import dataclass
 
 from p4switch.switch.pcap import PcapWriter
@@ -20,11 +25,26 @@ ETH_P_ALL = 0x0003
 SOL_PACKET = 263
 PACKET_IGNORE_OUTGOING = 23
 PACKET_OUTGOING = 4
+PACKET_AUXDATA = 8
+TP_STATUS_VLAN_VALID = 1 << 4
+TP_STATUS_VLAN_TPID_VALID = 1 << 6
+_AUXDATA = struct.Struct("=IIIHHHH")  # struct tpacket_auxdata
+_ANC_SIZE = socket.CMSG_SPACE(_AUXDATA.size)
 SO_SNDBUFFORCE = 32
 SO_RCVBUFFORCE = 33
 RECV_BUF = 8 * 1024 * 1024
 MAX_FRAME = 65536
 BATCH = 64  # frames read from one port per wake-up
+
+
+def _with_vlan_tag(data: bytes, aux: bytes) -> bytes:
+    """The frame with the 802.1Q tag the kernel moved into the aux data (if any) put back."""
+    status, _, _, _, _, tci, tpid = _AUXDATA.unpack_from(aux)
+    if not status & TP_STATUS_VLAN_VALID:
+        return data
+    if not status & TP_STATUS_VLAN_TPID_VALID:
+        tpid = 0x8100
+    return data[:12] + struct.pack("!HH", tpid, tci) + data[12:]
 
 
 def _set_buffers(sock: socket.socket, size: int) -> None:
@@ -67,6 +87,7 @@ class RawPort:
             # kernels before 4.20 lack it: recv_batch filters by packet type as well
             with contextlib.suppress(OSError):
                 sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+            sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
             sock.bind((iface, ETH_P_ALL))
             sock.setblocking(False)
         except OSError as exc:
@@ -84,10 +105,10 @@ class RawPort:
     def recv_batch(self, limit: int = BATCH) -> list[bytes]:
         """Frames waiting on the socket (at most `limit`), without blocking."""
         frames = []
-        recvfrom = self.sock.recvfrom
+        recvmsg = self.sock.recvmsg
         for _ in range(limit):
             try:
-                data, addr = recvfrom(MAX_FRAME)
+                data, ancdata, _, addr = recvmsg(MAX_FRAME, _ANC_SIZE)
             except BlockingIOError:
                 break
             except OSError as exc:
@@ -96,6 +117,9 @@ class RawPort:
                 raise
             if addr[2] == PACKET_OUTGOING:
                 continue
+            for level, kind, aux in ancdata:
+                if level == SOL_PACKET and kind == PACKET_AUXDATA:
+                    data = _with_vlan_tag(data, aux)
             frames.append(data)
         if frames:
             c = self.counters

@@ -13,7 +13,7 @@ from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from sw_frames import eth, mac
 from sw_netenv import raw_socket
-from sw_p4rt import Client
+from sw_p4rt import PROGRAMS, Client, compile_program
 from sw_proc import REPO, SwitchProcess, free_port
 
 pytestmark = pytest.mark.root
@@ -141,6 +141,17 @@ def test_many_concurrent_clients_do_not_disturb_the_switch():
         assert not errors and sw.alive()
 
 
+def read_pcap(path) -> list[bytes]:
+    data = path.read_bytes()
+    assert struct.unpack("<IHH", data[:8]) == (0xA1B2C3D4, 2, 4)
+    records, off = [], 24
+    while off < len(data):
+        _, _, caplen, _ = struct.unpack("<IIII", data[off:off + 16])
+        records.append(data[off + 16:off + 16 + caplen])
+        off += 16 + caplen
+    return records
+
+
 def test_pcap_records_each_ports_input(net, tmp_path):
     h1 = net.host("h1")
     p1 = net.link(h1, "eth0", 1)
@@ -154,13 +165,7 @@ def test_pcap_records_each_ports_input(net, tmp_path):
         while pcap_in.stat().st_size < 24 + 3 * (16 + 60) and time.monotonic() < deadline:
             time.sleep(0.01)
         sw.stop()
-    data = pcap_in.read_bytes()
-    assert struct.unpack("<IHH", data[:8]) == (0xA1B2C3D4, 2, 4)
-    records, off = [], 24
-    while off < len(data):
-        _, _, caplen, length = struct.unpack("<IIII", data[off:off + 16])
-        records.append(data[off + 16:off + 16 + caplen])
-        off += 16 + caplen
+    records = read_pcap(pcap_in)
     assert [r for r in records if r in frames] == frames
     assert (tmp_path / f"{p1}_out.pcap").stat().st_size == 24  # nothing sent: header only
     s1.close()
@@ -177,4 +182,26 @@ def test_trace_level_logs_every_packet(net):
         while f"port 1: received 60 bytes: {frame[:32].hex()}" not in sw.stderr():
             assert time.monotonic() < deadline, sw.stderr()
             time.sleep(0.02)
+    s1.close()
+
+
+def test_vlan_tags_reach_the_pipeline(net, tmp_path):
+    """The kernel moves 802.1Q tags out of received frames; the port puts them back."""
+    _, config = compile_program(PROGRAMS / "switch_test.p4", tmp_path)
+    h1, h2 = net.host("h1"), net.host("h2")
+    p1, p2 = net.link(h1, "eth0", 1), net.link(h2, "eth0", 2)
+    s1 = raw_socket(h1, "eth0")
+    with SwitchProcess(["-i", f"1@{p1}", "-i", f"2@{p2}", "--pcap", str(tmp_path),
+                        str(config)]) as sw:
+        assert cli(sw.thrift_port, "table_add", "TestIngress.fwd", "TestIngress.forward", "1",
+                   "=>", "2").returncode == 0
+        tagged = mac(2) + mac(1) + bytes.fromhex("8100a064") + b"\x08\x00" + bytes(46)
+        s1.send(tagged)
+        out = tmp_path / f"{p2}_out.pcap"
+        deadline = time.monotonic() + 2
+        while out.stat().st_size < 24 + 16 + len(tagged) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        sw.stop()
+    assert tagged in read_pcap(tmp_path / f"{p1}_in.pcap")
+    assert tagged in read_pcap(out)  # forwarded with its tag (PCP 5, VLAN 100)
     s1.close()
