@@ -2,7 +2,7 @@
 demo and the failover tests share.
 
     with FailoverLab(spec) as lab:                  # Mininet + switches + controller + loops
-        flows = lab.plan_flows(["h0n0"], ["h2n0"], per_pair=4)
+        flows = lab.plan_flows([("h0n0", "h3n0")], per_pair=4)
         with lab.start_flows(flows, pps=300) as run:
             link = lab.busiest_link(lab.candidates("uplink", flows))
             t_fail = lab.fail("uplink", link)
@@ -215,14 +215,22 @@ class FailoverLab:
         self.stop()
 
     # ---- flows ---------------------------------------------------------------------------
-    def plan_flows(self, sources: list[str], dests: list[str], per_pair: int = 2) -> list[Flow]:
+    def plan_flows(self, pairs: list[tuple[str, str]], per_pair: int = 2) -> list[Flow]:
+        """`per_pair` flows (queue pairs, each its own UDP source port) per (source, dest)."""
         flows = []
-        for i, src in enumerate(sources):
-            for j, dst in enumerate(dests):
-                for k in range(per_pair):
-                    qpn = 0x100 + (i * len(dests) + j) * per_pair + k
-                    flows.append(Flow(src, dst, self.ip_of[dst], qpn, 49152 + qpn))
+        for i, (src, dst) in enumerate(pairs):
+            for k in range(per_pair):
+                qpn = 0x100 + i * per_pair + k
+                flows.append(Flow(src, dst, self.ip_of[dst], qpn, 49152 + qpn))
         return flows
+
+    def default_pairs(self) -> list[tuple[str, str]]:
+        """The first server's NICs to the last server's, rail by rail (NIC i to NIC i)."""
+        first, last = self.spec.hosts[0], self.spec.hosts[-1]
+        return [(a.name, b.name) for a, b in zip(first.nics, last.nics, strict=False)]
+
+    def dual_homed(self, nic: str) -> bool:
+        return len(self.spec.attachments(nic)) > 1
 
     def start_flows(self, flows: list[Flow], *, pps: float = 300.0, size: int = 256,
                     bin_s: float = 0.01, report_s: float = 0.1) -> FlowRun:
