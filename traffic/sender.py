@@ -41,7 +41,6 @@ VERBS = {
     "write": (WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY),
     "send": (SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_ONLY),
 }
-MAX_BURST_S = 0.002  # a QP that fell behind (pause, slow loop) may catch up this much at once
 
 
 @dataclass
@@ -95,6 +94,9 @@ class SenderConfig:
     progress_s: float = 0.0  # > 0: call on_progress every so often
     ack_wait_s: float = 0.2  # at the end, wait this long at most for outstanding ACKs
     start_at: float | None = None  # epoch seconds: hold the first packet until then
+    # A QP that fell behind its schedule (the process was descheduled, the loop was slow) may
+    # catch up this much time at once; pauses and rate cuts never build up credit.
+    max_burst_s: float = 0.005
 
     def problems(self) -> list[str]:
         out = [p for qp in self.qps for p in qp.problems()]
@@ -213,6 +215,8 @@ class Sender:
                 qp.res.rate_samples.append((0.0, qp.rate))
         send = self.tx.send
         prio = cfg.priority
+        max_burst = cfg.max_burst_s
+        was_paused = False
         count = 0
         while active and not self._stop:
             now = time.perf_counter()
@@ -220,11 +224,16 @@ class Sender:
             due = qp.next_t
             if self.pause.is_paused(prio, now):
                 due = max(due, self.pause.resume_at(prio))
+                was_paused = True
             if due > now:
                 if now >= end:
                     break
                 self._poll_control(min(due, end) - now, t0)
                 continue
+            if was_paused:  # time spent paused is not credit to catch up on
+                was_paused = False
+                for q in active:
+                    q.next_t = max(q.next_t, now)
             plan = qp.plan
             i = qp.index
             last = i == len(plan) - 1
@@ -237,7 +246,7 @@ class Sender:
             res.packets += 1
             res.frame_bytes += n
             if qp.rate > 0:
-                qp.next_t = max(qp.next_t + n * 8 / qp.rate, now - MAX_BURST_S)
+                qp.next_t = max(qp.next_t + n * 8 / qp.rate, now - max_burst)
             if last:
                 qp.index = 0
                 res.messages += 1
