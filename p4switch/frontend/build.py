@@ -1,0 +1,501 @@
+"""Lark parse tree -> syntax tree (`ast`), with positions mapped to the original files."""
+
+from __future__ import annotations
+
+from lark import Token, Transformer, v_args
+
+from ..cpmodel import Annotation
+from . import ast as A
+from .diagnostics import Pos, Reporter
+from .preprocess import Preprocessed
+
+_BINOPS = {"OR": "||", "AND": "&&", "EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GE": ">=",
+           "BOR": "|", "XOR": "^", "BAND": "&", "SHL": "<<", "PLUS": "+", "MINUS": "-",
+           "CONCAT": "++", "SATADD": "|+|", "SATSUB": "|-|", "STAR": "*", "SLASH": "/",
+           "PERCENT": "%"}
+
+
+def _parse_int(text: str) -> tuple[int, int | None, bool]:
+    """A P4 integer literal -> (value, width or None, signed)."""
+    width, signed = None, False
+    t = text.replace("_", "")
+    for sep in ("w", "s"):
+        if sep in t and t[0].isdigit() and not t.lower().startswith("0x"):
+            w, t = t.split(sep, 1)
+            width, signed = int(w), sep == "s"
+            break
+    low = t.lower()
+    if low.startswith("0x"):
+        v = int(low[2:], 16)
+    elif low.startswith("0b"):
+        v = int(low[2:], 2)
+    elif low.startswith("0o"):
+        v = int(low[2:], 8)
+    elif low.startswith("0d"):
+        v = int(low[2:], 10)
+    else:
+        v = int(low, 10)
+    return v, width, signed
+
+
+def parse_annotation(tok: Token) -> Annotation:
+    text = str(tok)[1:]
+    if "(" in text:
+        name, body = text.split("(", 1)
+        return Annotation(name.strip(), body[: body.rfind(")")].strip())
+    return Annotation(text.strip())
+
+
+def _is_tok(x, *types: str) -> bool:
+    return isinstance(x, Token) and x.type in types
+
+
+@v_args(meta=True)
+class Builder(Transformer):
+    def __init__(self, pre: Preprocessed, reporter: Reporter):
+        super().__init__()
+        self.pre = pre
+        self.reporter = reporter
+
+    def _pos(self, meta) -> Pos:
+        if isinstance(meta, Token):
+            return self.pre.pos(meta.line or 0, meta.column or 0)
+        if getattr(meta, "empty", True):
+            return self.pre.pos(0, 0)
+        return self.pre.pos(meta.line, meta.column)
+
+    @staticmethod
+    def _strip(children):
+        return [c for c in children if not (isinstance(c, Token) and c.type not in (
+            "IDENTIFIER", "TYPE_IDENTIFIER", "NUMBER", "STRING", "CONST"))]
+
+    # -- basics
+    def start(self, meta, ch):
+        return A.Program(self._pos(meta), [c for c in ch if isinstance(c, A.Node)])
+
+    def annotations(self, meta, ch):
+        return [parse_annotation(t) for t in ch]
+
+    def name(self, meta, ch):
+        return str(ch[0])
+
+    # -- types
+    def type_ref(self, meta, ch):
+        return ch[0]
+
+    def bool_type(self, meta, ch):
+        return A.BaseTypeRef(self._pos(meta), "bool")
+
+    def error_type(self, meta, ch):
+        return A.BaseTypeRef(self._pos(meta), "error")
+
+    def string_type(self, meta, ch):
+        return A.BaseTypeRef(self._pos(meta), "string")
+
+    def int_type(self, meta, ch):
+        return A.BaseTypeRef(self._pos(meta), "int")
+
+    def bit1_type(self, meta, ch):
+        return A.BaseTypeRef(self._pos(meta), "bit", 1)
+
+    def bit_type(self, meta, ch):
+        return A.BaseTypeRef(self._pos(meta), "bit", _parse_int(ch[-1])[0])
+
+    def sint_type(self, meta, ch):
+        return A.BaseTypeRef(self._pos(meta), "sint", _parse_int(ch[-1])[0])
+
+    def varbit_type(self, meta, ch):
+        return A.BaseTypeRef(self._pos(meta), "varbit", _parse_int(ch[-1])[0])
+
+    def bit_expr_type(self, meta, ch):
+        return A.BaseTypeRef(self._pos(meta), "bit", ch[-1])
+
+    def named_type(self, meta, ch):
+        return A.NamedTypeRef(self._pos(meta), str(ch[0]))
+
+    def specialized_type(self, meta, ch):
+        return A.NamedTypeRef(self._pos(meta), str(ch[0]), ch[-1])
+
+    def stack_type(self, meta, ch):
+        return A.StackTypeRef(self._pos(meta), ch[0], ch[1])
+
+    def tuple_type(self, meta, ch):
+        return A.TupleTypeRef(self._pos(meta), ch[-1])
+
+    def type_args(self, meta, ch):
+        return list(ch)
+
+    def dontcare_type(self, meta, ch):
+        return A.DontCareTypeRef(self._pos(meta))
+
+    def void_type(self, meta, ch):
+        return A.VoidTypeRef(self._pos(meta))
+
+    def type_or_void(self, meta, ch):
+        return ch[0]
+
+    def type_params(self, meta, ch):
+        return [str(c) for c in ch if _is_tok(c, "TYPE_IDENTIFIER")]
+
+    # -- declarations
+    def const_decl(self, meta, ch):
+        annos, _, tref, name, value = ch
+        return A.ConstDecl(self._pos(meta), tref, name, value, annos or [])
+
+    def _struct(self, meta, ch, kind):
+        annos, _, name, _tparams, *fields = ch
+        return A.StructLikeDecl(self._pos(meta), str(name), annos or [], kind, fields)
+
+    def header_decl(self, meta, ch):
+        return self._struct(meta, ch, "header")
+
+    def struct_decl(self, meta, ch):
+        return self._struct(meta, ch, "struct")
+
+    def union_decl(self, meta, ch):
+        return self._struct(meta, ch, "header_union")
+
+    def struct_field(self, meta, ch):
+        annos, tref, name = ch
+        return A.FieldDecl(self._pos(meta), name, tref, annos or [])
+
+    def enum_decl(self, meta, ch):
+        annos, _, w, name, *members = ch
+        members = [m for m in members if m is not None]
+        return A.EnumDecl(self._pos(meta), str(name), annos or [], w, members)
+
+    def enum_width(self, meta, ch):
+        return _parse_int(ch[-1])[0]
+
+    def enum_member(self, meta, ch):
+        _annos, name, value = ch
+        return (name, value, self._pos(meta))
+
+    def typedef_decl(self, meta, ch):
+        annos, _, tref, name = ch
+        return A.TypedefDecl(self._pos(meta), name, annos or [], tref)
+
+    def newtype_decl(self, meta, ch):
+        annos, _, tref, name = ch
+        return A.TypedefDecl(self._pos(meta), name, annos or [], tref, newtype=True)
+
+    def error_decl(self, meta, ch):
+        return A.ErrorDecl(self._pos(meta), "error", [], [c for c in ch[1:] if isinstance(c, str)
+                                                          and not isinstance(c, Token)])
+
+    def match_kind_decl(self, meta, ch):
+        return A.MatchKindDecl(self._pos(meta), "match_kind", [],
+                               [c for c in ch[1:] if isinstance(c, str) and not isinstance(c, Token)])
+
+    def extern_obj(self, meta, ch):
+        annos, _, name, tparams, *methods = ch
+        decl = A.ExternObjDecl(self._pos(meta), str(name), annos or [], tparams or [])
+        for m in methods:
+            if isinstance(m, A.FunctionProto):
+                decl.methods.append(m)
+            else:
+                decl.ctors.append(m)
+        return decl
+
+    def method_decl(self, meta, ch):
+        annos, proto = ch
+        proto.annotations = annos or []
+        return proto
+
+    def ctor_decl(self, meta, ch):
+        return ch[-1]
+
+    def extern_func(self, meta, ch):
+        annos, _, proto = ch
+        proto.annotations = annos or []
+        return A.ExternFuncDecl(proto.pos, proto.name, proto.annotations, proto)
+
+    def function_proto(self, meta, ch):
+        ret, name, tparams, params = ch
+        return A.FunctionProto(self._pos(meta), name, [], ret, tparams or [], params)
+
+    def function_decl(self, meta, ch):
+        annos, proto, body = ch
+        return A.FunctionDecl(proto.pos, proto.name, annos or [], proto, body)
+
+    def package_decl(self, meta, ch):
+        annos, _, name, tparams, params = ch
+        return A.BlockTypeDecl(self._pos(meta), str(name), annos or [], "package", tparams or [],
+                               params)
+
+    def instantiation(self, meta, ch):
+        annos, tref, args, name, *init = ch
+        if any(i is not None for i in init):
+            self.reporter.unsupported(self._pos(meta), "extern object initializer block")
+        return A.Instantiation(self._pos(meta), name, annos or [], tref, args)
+
+    def params(self, meta, ch):
+        return [c for c in ch if c is not None]
+
+    def param(self, meta, ch):
+        annos, direction, tref, name, default = ch
+        return A.Param(self._pos(meta), name, tref, direction or "", annos or [], default)
+
+    def direction(self, meta, ch):
+        return str(ch[0])
+
+    # -- parsers
+    def parser_type(self, meta, ch):
+        annos, _, name, tparams, params = ch
+        return A.BlockTypeDecl(self._pos(meta), str(name), annos or [], "parser", tparams or [],
+                               params)
+
+    def ctor_params(self, meta, ch):
+        return ch[0]
+
+    def parser_decl(self, meta, ch):
+        annos, _, name, tparams, params, ctor, *rest = ch
+        states = [r for r in rest if isinstance(r, A.ParserState)]
+        local = [r for r in rest if not isinstance(r, A.ParserState)]
+        return A.ParserDecl(self._pos(meta), str(name), annos or [], tparams or [], params,
+                            ctor or [], local, states)
+
+    def value_set_decl(self, meta, ch):
+        self.reporter.unsupported(self._pos(meta), "value_set")
+        return A.Empty(self._pos(meta))
+
+    def parser_state(self, meta, ch):
+        annos, _, name, *stmts, nxt = ch
+        return A.ParserState(self._pos(meta), name, annos or [], stmts, nxt)
+
+    def parser_block(self, meta, ch):
+        return A.Block(self._pos(meta), list(ch[1:]))
+
+    def transition_direct(self, meta, ch):
+        return ch[-1]
+
+    def transition_select(self, meta, ch):
+        return ch[-1]
+
+    def select_expr(self, meta, ch):
+        return A.SelectExpr(self._pos(meta), ch[1], list(ch[2:]))
+
+    def select_case(self, meta, ch):
+        return A.SelectCase(self._pos(meta), ch[0], ch[1])
+
+    def keyset(self, meta, ch):
+        return [ch[0]]
+
+    def tuple_keyset(self, meta, ch):
+        return list(ch)
+
+    def simple_keyset(self, meta, ch):
+        return ch[0]
+
+    def mask_keyset(self, meta, ch):
+        return A.Mask(self._pos(meta), ch[0], ch[2])
+
+    def range_keyset(self, meta, ch):
+        return A.Range(self._pos(meta), ch[0], ch[2])
+
+    def default_keyset(self, meta, ch):
+        return A.Default(self._pos(meta))
+
+    # -- controls
+    def control_type(self, meta, ch):
+        annos, _, name, tparams, params = ch
+        return A.BlockTypeDecl(self._pos(meta), str(name), annos or [], "control", tparams or [],
+                               params)
+
+    def control_decl(self, meta, ch):
+        annos, _, name, tparams, params, ctor, *rest = ch
+        body = rest[-1]
+        local = [r for r in rest[:-1] if isinstance(r, A.Node)]
+        return A.ControlDecl(self._pos(meta), str(name), annos or [], tparams or [], params,
+                             ctor or [], local, body)
+
+    def action_decl(self, meta, ch):
+        annos, _, name, params, body = ch
+        return A.ActionDecl(self._pos(meta), name, annos or [], params, body)
+
+    def table_decl(self, meta, ch):
+        annos, _, name, *props = ch
+        t = A.TableDecl(self._pos(meta), name, annos or [])
+        for kind, value in props:
+            if kind == "key":
+                t.keys = value
+            elif kind == "actions":
+                t.actions = value
+            elif kind == "entries":
+                t.entries, t.entries_const = value
+            else:
+                if value.name in t.props:
+                    self.reporter.error(value.pos, f"duplicate table property {value.name}")
+                t.props[value.name] = value
+        return t
+
+    def key_prop(self, meta, ch):
+        return ("key", list(ch[1:]))
+
+    def key_elem(self, meta, ch):
+        expr, kind, annos = ch
+        return A.KeyElement(self._pos(meta), expr, kind, annos or [])
+
+    def actions_prop(self, meta, ch):
+        return ("actions", list(ch[1:]))
+
+    def action_ref(self, meta, ch):
+        annos, name, args = ch
+        return A.ActionRefDecl(self._pos(meta), name, args, annos or [])
+
+    def entries_prop(self, meta, ch):
+        _annos, const, _kw, *entries = ch
+        return ("entries", (list(entries), const is not None))
+
+    def entry(self, meta, ch):
+        annos, keyset, name, args, annos2 = ch
+        return A.EntryDecl(self._pos(meta), keyset, name, args or [], (annos or []) + (annos2 or []))
+
+    def other_prop(self, meta, ch):
+        annos, const, name, value = ch
+        return ("prop", A.TableProp(self._pos(meta), str(name), value, const is not None,
+                                    annos or []))
+
+    # -- statements
+    def block(self, meta, ch):
+        return A.Block(self._pos(meta), list(ch[1:]))
+
+    def var_decl(self, meta, ch):
+        annos, tref, name, init = ch
+        return A.VarDecl(self._pos(meta), tref, name, init, annos or [])
+
+    def assignment(self, meta, ch):
+        lhs, op, rhs = ch
+        return A.Assign(self._pos(meta), lhs, rhs, str(op))
+
+    def call_stmt(self, meta, ch):
+        func, _lt, targs, args = ch[0], ch[1], ch[2], ch[-1]
+        return A.CallStmt(self._pos(meta), A.Call(self._pos(meta), func, args, targs or []))
+
+    def lv_name(self, meta, ch):
+        return A.Name(self._pos(meta), str(ch[0]))
+
+    def lv_member(self, meta, ch):
+        return A.Member(self._pos(meta), ch[0], ch[1])
+
+    def lv_index(self, meta, ch):
+        return A.Index(self._pos(meta), ch[0], ch[1])
+
+    def lv_slice(self, meta, ch):
+        return A.Slice(self._pos(meta), ch[0], ch[1], ch[2])
+
+    def if_stmt(self, meta, ch):
+        items = [c for c in ch if not isinstance(c, Token)]
+        other = next((x for x in items[2:] if x is not None), None)
+        return A.If(self._pos(meta), items[0], items[1], other)
+
+    def exit_stmt(self, meta, ch):
+        return A.Exit(self._pos(meta))
+
+    def return_stmt(self, meta, ch):
+        return A.Return(self._pos(meta), ch[1])
+
+    def empty_stmt(self, meta, ch):
+        return A.Empty(self._pos(meta))
+
+    def switch_stmt(self, meta, ch):
+        return A.Switch(self._pos(meta), ch[1], list(ch[2:]))
+
+    def switch_case(self, meta, ch):
+        return A.SwitchCase(self._pos(meta), ch[0], ch[1])
+
+    def switch_label(self, meta, ch):
+        return ch[0]
+
+    def default_label(self, meta, ch):
+        return None
+
+    # -- expressions
+    def expr_list(self, meta, ch):
+        return [c for c in ch if c is not None]
+
+    def args(self, meta, ch):
+        return [c for c in ch if c is not None]
+
+    def arg(self, meta, ch):
+        return A.Arg(self._pos(meta), ch[0])
+
+    def dontcare_arg(self, meta, ch):
+        return A.Arg(self._pos(meta), None)
+
+    def named_arg(self, meta, ch):
+        return A.Arg(self._pos(meta), ch[1], ch[0])
+
+    def cond(self, meta, ch):
+        return A.Cond(self._pos(meta), ch[0], ch[1], ch[2])
+
+    def binop(self, meta, ch):
+        left, op, right = ch
+        return A.Binary(self._pos(meta), _BINOPS[op.type], left, right)
+
+    def gt(self, meta, ch):
+        return A.Binary(self._pos(meta), ">", ch[0], ch[-1])
+
+    def shr(self, meta, ch):
+        return A.Binary(self._pos(meta), ">>", ch[0], ch[-1])
+
+    def unop(self, meta, ch):
+        return A.Unary(self._pos(meta), str(ch[0]), ch[1])
+
+    def cast(self, meta, ch):
+        return A.Cast(self._pos(meta), ch[0], ch[1])
+
+    def member(self, meta, ch):
+        return A.Member(self._pos(meta), ch[0], ch[1])
+
+    def index(self, meta, ch):
+        return A.Index(self._pos(meta), ch[0], ch[1])
+
+    def slice(self, meta, ch):
+        return A.Slice(self._pos(meta), ch[0], ch[1], ch[2])
+
+    def call(self, meta, ch):
+        return A.Call(self._pos(meta), ch[0], ch[1])
+
+    def call_targs(self, meta, ch):
+        return A.Call(self._pos(meta), ch[0], ch[-1], ch[2])
+
+    def number(self, meta, ch):
+        v, w, s = _parse_int(str(ch[0]))
+        return A.Const(self._pos(meta), v, w, s)
+
+    def true(self, meta, ch):
+        return A.BoolLit(self._pos(meta), True)
+
+    def false(self, meta, ch):
+        return A.BoolLit(self._pos(meta), False)
+
+    def string(self, meta, ch):
+        return A.StringLit(self._pos(meta), str(ch[0])[1:-1])
+
+    def ident(self, meta, ch):
+        return A.Name(self._pos(meta), str(ch[0]))
+
+    def ident_top(self, meta, ch):
+        return A.Name(self._pos(meta), str(ch[0]), top=True)
+
+    def type_member(self, meta, ch):
+        pos = self._pos(meta)
+        return A.Member(pos, A.TypeNameExpr(pos, str(ch[0])), ch[1])
+
+    def error_member(self, meta, ch):
+        pos = self._pos(meta)
+        return A.Member(pos, A.TypeNameExpr(pos, "error"), ch[1])
+
+    def construct(self, meta, ch):
+        tref = ch[0] if isinstance(ch[0], A.TypeRef) else A.NamedTypeRef(self._pos(meta), str(ch[0]))
+        return A.Construct(self._pos(meta), tref, ch[-1])
+
+    def list_expr(self, meta, ch):
+        return A.ListExpr(self._pos(meta), ch[0])
+
+    def struct_init(self, meta, ch):
+        return A.StructInit(self._pos(meta), [c for c in ch if c is not None])
+
+    def kv_pair(self, meta, ch):
+        return (ch[0], ch[1])
