@@ -39,9 +39,11 @@ def _csum(data: bytes) -> int:
     return ~s & 0xFFFF
 
 
-def udp_frame(size: int, sport: int = 49152) -> bytes:
-    payload_len = max(len(MARK), size - 14 - 20 - 8)
-    payload = MARK + bytes(payload_len - len(MARK))
+def udp_frame(size: int, run: int, sport: int = 49152) -> bytes:
+    """A UDP frame of `size` bytes whose payload carries the marker and the run number."""
+    tag = MARK + struct.pack("!I", run)
+    payload_len = max(len(tag), size - 14 - 20 - 8)
+    payload = tag + bytes(payload_len - len(tag))
     udp = struct.pack("!HHHH", sport, 4791 + 1, 8 + len(payload), 0) + payload
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 1, 0, 64, 17, 0,
                      socket.inet_aton("10.0.1.1"), socket.inet_aton("10.0.2.1"))
@@ -60,9 +62,9 @@ def raw(iface: str) -> socket.socket:
     return s
 
 
-def worker_send(iface: str, rate: int, seconds: float, size: int) -> None:
+def worker_send(iface: str, rate: int, seconds: float, size: int, run: int) -> None:
     s = raw(iface)
-    frame = udp_frame(size)
+    frame = udp_frame(size, run)
     n = int(rate * seconds)
     interval = 1.0 / rate
     send, clock = s.send, time.perf_counter
@@ -77,7 +79,9 @@ def worker_send(iface: str, rate: int, seconds: float, size: int) -> None:
     print(f"{n} {elapsed:.6f}", flush=True)
 
 
-def worker_recv(iface: str) -> None:
+def worker_recv(iface: str, run: int) -> None:
+    """Counts this run's frames (late frames of earlier runs are not counted)."""
+    tag = MARK + struct.pack("!I", run)
     s = raw(iface)
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
@@ -91,7 +95,7 @@ def worker_recv(iface: str) -> None:
         s.setblocking(False)
         try:
             while True:
-                if MARK in recv(2048):
+                if tag in recv(2048):
                     count += 1
         except BlockingIOError:
             pass
@@ -202,18 +206,25 @@ def program_ecmp(addr: str, p4info, device_config: bytes) -> None:
         stub.Write(write)
 
 
+_runs = iter(range(1, 1 << 31))
+
+
 def run_rate(ns_tx: str, ns_rx: str, rate: int, seconds: float, size: int) -> tuple[int, int]:
+    """(sent, received) for one paced run; frames still in flight 0.5 s after the last one
+    was sent count as lost."""
     me = str(Path(__file__).resolve())
+    run = next(_runs)
     rx = subprocess.Popen(["ip", "netns", "exec", ns_rx, sys.executable, me, "--worker", "recv",
-                           "eth0"], stdout=subprocess.PIPE, text=True)
+                           "eth0", str(run)], stdout=subprocess.PIPE, text=True)
     assert rx.stdout.readline().strip() == "ready"
     tx = subprocess.run(["ip", "netns", "exec", ns_tx, sys.executable, me, "--worker", "send",
-                         "eth0", str(rate), str(seconds), str(size)],
+                         "eth0", str(rate), str(seconds), str(size), str(run)],
                         capture_output=True, text=True, check=True)
     sent = int(tx.stdout.split()[0])
-    time.sleep(0.5)  # let the queues drain
+    time.sleep(0.5)
     rx.send_signal(signal.SIGTERM)
     received = int(rx.communicate(timeout=10)[0].strip())
+    time.sleep(0.5)  # a backlog left in the switch drains before the next run
     return sent, received
 
 
@@ -227,9 +238,9 @@ def main() -> int:
     if args.worker:
         kind, *rest = args.worker
         if kind == "send":
-            worker_send(rest[0], int(rest[1]), float(rest[2]), int(rest[3]))
+            worker_send(rest[0], int(rest[1]), float(rest[2]), int(rest[3]), int(rest[4]))
         else:
-            worker_recv(rest[0])
+            worker_recv(rest[0], int(rest[1]))
         return 0
     if os.geteuid() != 0:
         print("switch_pps: needs root (namespaces, raw sockets)", file=sys.stderr)
