@@ -86,5 +86,6 @@ def outcome(flow: str, record: Mapping, bins: Mapping[int, float], bin_s: float,
     """One flow's outcome from its receiver summary (`gaps`, `lost`) and its bins."""
     window = loss_window(record.get("gaps", []), t_fail, horizon_s, span=span)
     lost = int(record.get("lost", 0))
-    recovery = recovery_time(bins, bin_s, t_fail - t0)
-    return FlowOutcome(flow, round(window, 6), lost, recovery, affected=window > 0 or lost > 0)
+    affected = window > 0 or lost > 0
+    recovery = recovery_time(bins, bin_s, t_fail - t0, smooth=10) if affected else 0.0
+    return FlowOutcome(flow, round(window, 6), lost, recovery, affected)

@@ -15,6 +15,7 @@ SUBCOMMANDS: list[str] = [
     "controller",
     "up",
     "traffic",
+    "demo",
 ]
 
 
