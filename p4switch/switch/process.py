@@ -7,6 +7,7 @@ loop (which runs in the main thread); everything is closed before `run` returns.
 
 from __future__ import annotations
 
+import gc
 import logging
 import signal
 import sys
@@ -108,6 +109,7 @@ class Switch:
             self.close()
             raise StartupError(str(exc)) from None
         self.grpc.start()
+        gc.freeze()  # start-up objects are permanent: out of the cyclic collector's way
         log.info("P4Runtime server listening on %s (device id %d), runtime CLI on port %d",
                  opts.grpc_addr, opts.device_id, self.cli_server.port)
 
