@@ -113,24 +113,25 @@ class ParserGen:
             raise Unsupported(target.pos, f"extract into {t}")
         nbytes = t.width // 8
         too_short = self.error_code("PacketTooShort")
-        if isinstance(target, A.Member) and isinstance(target.ref, tuple) and \
-                target.ref[1] == "next":
-            st = self.ex(target.expr, env)
-            em.line(f"if {st}.next_index >= {target.expr.type.size}:")
+        nxt = _next_member(target)
+        if nxt is not None:  # extract into stack.next (or a union member of it)
+            st = self.em.fresh("stack")
+            em.line(f"{st} = {self.ex(nxt.expr, env)}")
+            em.line(f"if {st}.next_index >= {nxt.expr.type.size}:")
             with em.indent():
                 em.line(f"raise _ParserError({self.error_code('StackOutOfBounds')})")
-            h = em.fresh("h")
-            em.line(f"{h} = {st}.items[{st}.next_index]")
-        else:
-            h = self.ex(target, env)
+            self.pre[id(nxt)] = f"{st}.items[{st}.next_index]"
+        h = em.fresh("h")
+        em.line(f"{h} = {self.ex(target, env)}")
         em.line(f"if _off + {nbytes} > _n:")
         with em.indent():
             em.line(f"raise _ParserError({too_short})")
         em.line(f"{h}._extract(_data, _off)")
         em.line(f"_off += {nbytes}")
-        if isinstance(target, A.Member) and isinstance(target.ref, tuple) and \
-                target.ref[1] == "next":
-            em.line(f"{self.ex(target.expr, env)}.next_index += 1")
+        self.invalidate_union_siblings(target, env)
+        if nxt is not None:
+            del self.pre[id(nxt)]
+            em.line(f"{st}.next_index += 1")
 
     def parser_lookahead(self, c: A.Call, env: Env) -> str:
         t = c.type
@@ -180,8 +181,6 @@ class ParserGen:
     def inline_subparser(self, c: A.Call, env: Env) -> None:
         isym = c.func.expr.ref
         decl = isym.type.decl
-        if any(isinstance(s, A.ParserState) and _has_transition_loop(s) for s in decl.states):
-            pass
         inst = self.sub_instance(isym, env)
         inner = Env(env, None, inst)
         copyouts = self.bind_params(c.bound, env, inner, by_ref_ok=True)
@@ -192,8 +191,13 @@ class ParserGen:
             self.em.line(line)
 
 
-def _has_transition_loop(s) -> bool:
-    return False
+def _next_member(e: A.Expr) -> A.Member | None:
+    """The `stack.next` an lvalue goes through, if any."""
+    while isinstance(e, (A.Member, A.Index)):
+        if isinstance(e, A.Member) and isinstance(e.ref, tuple) and e.ref[1] == "next":
+            return e
+        e = e.expr
+    return None
 
 
 __all__ = ["ParserGen", "StackType"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..frontend import ast as A
 from ..frontend.symbols import ActionSym, FunctionSym, InstanceSym, TableSym, VarSym
 from ..frontend.types import ActionRunType, ApplyResultType, BoolType, StackType, StructType
+from .emitter import py_ident
 from .env import Env, Frame, Instance
 from .expr import Unsupported
 from .structs import is_aggregate, zero_value
@@ -90,6 +91,10 @@ class StmtGen:
             self.pre[id(lhs)] = saved
         if is_aggregate(t):
             self.em.line(f"{target}._assign({value})")
+            if _union_member(lhs):
+                self.em.line(f"if {target}._valid:")
+                with self.em.indent():
+                    self.invalidate_union_siblings(lhs, env)
         else:
             self.em.line(f"{target} = {value}")
 
@@ -216,6 +221,7 @@ class StmtGen:
             h = self.ex(c.func.expr, env)
             name = c.func.name
             if name == "setValid":
+                self.invalidate_union_siblings(c.func.expr, env)
                 self.em.line(f"if not {h}._valid:")
                 with self.em.indent():
                     self.em.line(f"{h}._zero()")
@@ -283,6 +289,15 @@ class StmtGen:
             if p.direction in ("out", "inout"):
                 copyouts.extend(self.capture(lambda a=a, name=name: self.assign(a, name, env)))
         return copyouts
+
+    def invalidate_union_siblings(self, member: A.Expr, env: Env) -> None:
+        """A header union holds at most one valid member."""
+        if not _union_member(member):
+            return
+        base = self.ex(member.expr, env)
+        for name, _ in member.expr.type.fields:
+            if name != member.name:
+                self.em.line(f"{base}.{py_ident(name)}._valid = False")
 
     def capture(self, fn) -> list[str]:
         """The lines fn emits, unindented, instead of emitting them."""
@@ -415,6 +430,11 @@ def _has_return(stmts) -> bool:
         if isinstance(s, A.Switch) and any(c.body and _has_return([c.body]) for c in s.cases):
             return True
     return False
+
+
+def _union_member(e: A.Expr) -> bool:
+    return isinstance(e, A.Member) and isinstance(e.expr.type, StructType) and \
+        e.expr.type.kind == "header_union"
 
 
 def has_side_effects(e: A.Expr | None) -> bool:

@@ -29,8 +29,6 @@ def is_aggregate(t: P4Type) -> bool:
 
 def gen_struct_classes(em: Emitter, structs: list[StructType]) -> None:
     for t in structs:
-        if t.kind == "header_union":
-            continue
         _gen_class(em, t)
 
 
@@ -103,6 +101,8 @@ def _gen_class(em: Emitter, t: StructType) -> None:
                 else:
                     em.line(f"c.{n} = vals[{i}]")
             em.line("return c")
+        if t.kind == "header_union":
+            _gen_union_validity(em, names)
         if header:
             _gen_header_io(em, t, names)
         else:
@@ -112,6 +112,24 @@ def _gen_class(em: Emitter, t: StructType) -> None:
                     if is_aggregate(ft):
                         em.line(f"self.{n}._emit(out)")
     em.line("")
+
+
+def _gen_union_validity(em: Emitter, names: list[str]) -> None:
+    """A union is valid when a member is; making it invalid invalidates every member."""
+    em.line("@property")
+    em.line("def _valid(self):")
+    with em.indent():
+        em.line("return " + " or ".join(f"self.{n}._valid" for n in names))
+    em.line("@_valid.setter")
+    em.line("def _valid(self, value):")
+    with em.indent():
+        em.line("if not value:")
+        with em.indent():
+            for n in names:
+                em.line(f"self.{n}._valid = False")
+    em.line("def _zero(self):")
+    with em.indent():
+        em.line("self._valid = False")
 
 
 def _gen_header_io(em: Emitter, t: StructType, names: list[str]) -> None:

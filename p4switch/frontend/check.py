@@ -167,10 +167,10 @@ class Checker(ExprChecker, CallChecker, StmtChecker):
     def _d_StructLikeDecl(self, d: A.StructLikeDecl) -> None:
         t = StructType(d.kind, d.name, [], d.annotations)
         self._declare_type(d.name, t, d.pos)
-        if d.kind == "header_union":
-            self.err(d.pos, "unsupported: header_union")
         for f in d.fields:
             ft = self.resolve_type(f.tref)
+            if d.kind == "header_union" and not (isinstance(ft, StructType) and ft.is_header):
+                self.err(f.pos, f"header_union member {f.name} must be a header")
             if d.kind == "header" and not isinstance(ft, (Bits, BoolType, Unknown)) and not (
                     isinstance(ft, EnumType) and ft.width is not None):
                 self.err(f.pos, f"header field {f.name}: unsupported type {ft}")

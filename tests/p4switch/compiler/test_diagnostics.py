@@ -97,10 +97,10 @@ def test_assignment_to_in_parameter_and_constant():
 
 
 def test_unsupported_constructs_are_named():
-    extra = ("header_union u_t { h_t one; }\n"
+    extra = ("type bit<9> port_t;\n"
              "header vb_t { varbit<32> data; }\n")
     assert errors(program("    apply { }", extra)) == [
-        "prog.p4:13:1: unsupported: header_union",
+        "prog.p4:13:1: unsupported: type declarations (use typedef)",
         "prog.p4:14:15: unsupported: varbit",
     ]
 
