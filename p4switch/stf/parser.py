@@ -91,7 +91,9 @@ class _Tokens:
             raise _Error(self.col(), f"expected '{text}', found {found}")
 
     def name(self, what: str) -> str:
-        """ID ('[' N ']')? ('.' ID ('[' N ']')?)*"""
+        """'.'? ID ('[' N ']')? ('.' ID ('[' N ']')?)*; a leading '.' (absolute P4 name) is
+        dropped: STF names are matched against fully qualified names anyway."""
+        self.accept(".")
         parts = [self._name_part(what)]
         while self.accept("."):
             parts.append(self._name_part(what))

@@ -54,6 +54,11 @@ def test_add_without_priority_array_names_and_no_args() -> None:
     assert stmt.action == s.ActionSpec("NoAction", [])
 
 
+def test_leading_dot_of_absolute_names_dropped() -> None:
+    stmt = one("add .ingress.t .h.a:1 .NoAction()")
+    assert (stmt.table, stmt.matches[0].field, stmt.action.name) == ("ingress.t", "h.a", "NoAction")
+
+
 def test_setdefault_remove_check_counter_no_packet() -> None:
     assert one("setdefault c.t c.a(x:1)") == s.SetDefault("c.t", s.ActionSpec("c.a", [("x", "1")]),
                                                           line=1)
