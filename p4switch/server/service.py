@@ -111,6 +111,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                     response.entities.extend(pipeline.codec.read(entity))
         except RuntimeApiError as exc:
             abort(context, exc.code, exc.message)
+        except Exception as exc:  # a bug fails the request, not the switch
+            log.exception("Read failed")
+            abort(context, "UNKNOWN", f"internal error: {type(exc).__name__}: {exc}")
         yield response
 
     def SetForwardingPipelineConfig(self, request, context):
@@ -121,6 +124,10 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 self._set_config(request)
         except (RuntimeApiError, RpcError) as exc:
             abort(context, exc.code, exc.message)
+        except Exception as exc:  # the program cannot be instantiated: say why, keep running
+            log.exception("SetForwardingPipelineConfig failed")
+            abort(context, "UNKNOWN", f"Error in first phase of device update: "
+                  f"{type(exc).__name__}: {exc}")
         return p4runtime_pb2.SetForwardingPipelineConfigResponse()
 
     def GetForwardingPipelineConfig(self, request, context):
@@ -211,8 +218,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def _install(self, pipeline: Pipeline) -> None:
         pipeline.codec.attach_digests(self.arbitrator.send_to_primary)
+        self.pipeline = pipeline  # first: packet-ins of the new program use its P4Info
         self.device.install(pipeline.program, pipeline.state, pipeline.engine)
-        self.pipeline = pipeline
         log.info("pipeline %s installed", pipeline.program.name)
 
     # -- stream ----------------------------------------------------------------------------
