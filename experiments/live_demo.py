@@ -20,7 +20,7 @@ from experiments.failover import EVENT_FIELDS, OUTCOME_FIELDS, TIMELINE_FIELDS, 
 from experiments.failover_lab import FailoverLab, Failure, FlowRun
 from experiments.failover_trial import TrialResult, run_trial
 from experiments.results import ResultDir, allocate
-from topos import build_fabric
+from topos import FabricSpec, build_fabric
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
 COLUMN_BINS = 10  # one sparkline column = 100 ms of 10 ms bins
@@ -150,9 +150,9 @@ def run_demo(*, kind: str = "downlink", fabric: str = "hpn7", target: str = "p4s
              before_s: float = 5.0, fail_s: float = 6.0, after_s: float = 4.0,
              pps: float = 100.0, flows_per_pair: int = 4, out: Path | None = None,
              base: Path = Path("results"), stream: TextIO = sys.stdout,
-             tty: bool | None = None) -> Path:
-    """Run the demo; returns the timeline plot's path."""
-    spec = build_fabric(fabric)
+             tty: bool | None = None, spec: FabricSpec | None = None) -> Path:
+    """Run the demo; returns the timeline plot's path. `spec` replaces the built fabric."""
+    spec = spec or build_fabric(fabric)
     result = ResultDir(allocate("demo", out, base))
     params = {"fabric": fabric, "kind": kind, "before_s": before_s, "fail_s": fail_s,
               "after_s": after_s, "pps": pps, "size": 256, "flows_per_pair": flows_per_pair,

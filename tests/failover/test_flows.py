@@ -1,0 +1,94 @@
+"""The flow worker on real packets between two namespaces (prefix `fo`): what the receiver
+records across an outage is what the loss-window computation needs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from experiments.failover_measure import outcome
+
+pytestmark = pytest.mark.root
+ROOT = Path(__file__).resolve().parents[2]
+NS = ("fofl-a", "fofl-b")
+
+
+def _ip(*argv: str) -> None:
+    subprocess.run(["ip", *argv], check=True, capture_output=True)
+
+
+@pytest.fixture
+def pair():
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    for ns in NS:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+    try:
+        for ns in NS:
+            _ip("netns", "add", ns)
+        _ip("link", "add", "fofla0", "netns", NS[0], "type", "veth", "peer", "name", "foflb0",
+            "netns", NS[1])
+        for ns, intf, addr in ((NS[0], "fofla0", "10.250.0.1"), (NS[1], "foflb0", "10.250.0.2")):
+            _ip("-n", ns, "addr", "add", f"{addr}/24", "dev", intf)
+            _ip("-n", ns, "link", "set", intf, "up")
+            _ip("-n", ns, "link", "set", "lo", "up")
+        yield
+    finally:
+        for ns in NS:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+
+
+def _start(ns: str, *args: str) -> subprocess.Popen:
+    proc = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m",
+                             "experiments.failover_flows", *args], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert json.loads(proc.stdout.readline())["event"] == "ready", proc.stderr.read()
+    return proc
+
+
+def _result(proc: subprocess.Popen) -> dict:
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=10)
+    events = [json.loads(line) for line in out.splitlines()]
+    assert events and events[-1]["event"] == "result", err
+    return events
+
+
+def test_an_outage_shows_as_one_lossy_silence_of_its_length(pair):
+    t0 = time.time()
+    rx = _start(NS[1], "recv", "--t0", repr(t0), "--gap", "0.0075")
+    tx = _start(NS[0], "send", "--flow", "10.250.0.2:7:50007", "--flow", "10.250.0.2:8:50008",
+                "--pps", "200")
+    try:
+        time.sleep(1.0)  # steady flow before the outage
+        t_fail = time.time()
+        _ip("-n", NS[1], "link", "set", "foflb0", "down")
+        time.sleep(0.3)  # the outage being measured
+        _ip("-n", NS[1], "link", "set", "foflb0", "up")
+        time.sleep(1.0)  # steady flow after it
+    finally:
+        sent = _result(tx)[-1]["flows"]
+        time.sleep(0.1)  # the last datagrams land
+        events = _result(rx)
+    records = {f["qpn"]: f for f in events[-1]["flows"]}
+    assert sorted(records) == [7, 8]
+    assert [e["event"] for e in events[:-1]] and all(e["event"] == "bins" for e in events[:-1])
+    bins: dict[int, int] = {}
+    for e in events[:-1]:
+        for i, n in e["flows"].get("10.250.0.1/7", []):
+            bins[int(i)] = bins.get(int(i), 0) + n
+    for qpn, sent_flow in zip((7, 8), sent, strict=True):
+        rec = records[qpn]
+        assert rec["packets"] + rec["lost"] == sent_flow["sent"]
+        assert 50 <= rec["lost"] <= 75  # 0.3 s at 200/s, plus the time to bring it back up
+    result = outcome("7", records[7], bins, 0.01, t0, t_fail)
+    assert result.affected
+    assert 0.28 <= result.loss_window_s <= 0.45
+    assert result.recovery_s is not None and result.recovery_s < 0.8
