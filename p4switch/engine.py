@@ -77,6 +77,7 @@ class Engine:
         self._log = config.log
         self._pre = state.pre
         self._digests = state.digests
+        self.internal_errors = 0
 
     # ---- ingress -------------------------------------------------------------------------
     def _parse(self, ctx: PacketContext, data: bytes, port: int, instance: int, meta=None):
@@ -98,8 +99,17 @@ class Engine:
 
     def ingress(self, port: int, data: bytes) -> list[Queued]:
         """Run a received packet through parser, verify checksum and ingress; returns the
-        packets to enqueue (never raises on a bad packet)."""
-        return self._run_ingress(port, bytes(data), NORMAL, None, 0)
+        packets to enqueue. Never raises: a packet the generated code fails on (a bug, never
+        a malformed packet) is dropped, logged and counted in `internal_errors`."""
+        try:
+            return self._run_ingress(port, bytes(data), NORMAL, None, 0)
+        except Exception as e:  # the switch must survive any packet
+            self._internal_error("ingress", e)
+            return []
+
+    def _internal_error(self, where: str, e: Exception) -> None:
+        self.internal_errors += 1
+        self._trace(f"internal error in {where}, packet dropped: {type(e).__name__}: {e}")
 
     def _run_ingress(self, port: int, data: bytes, instance: int, meta, depth: int
                      ) -> list[Queued]:
@@ -183,6 +193,17 @@ class Engine:
     def egress(self, item: Queued, enq_timestamp: int = 0, enq_qdepth: int = 0,
                deq_qdepth: int = 0, deq_timedelta: int = 0
                ) -> tuple[list[tuple[int, bytes]], list[Queued]]:
+        """Egress, egress clone, drop, deparse, recirculate for a dequeued packet; returns
+        (frames to transmit, new packets to enqueue). Never raises (see `ingress`)."""
+        try:
+            return self._run_egress(item, enq_timestamp, enq_qdepth, deq_qdepth,
+                                    deq_timedelta)
+        except Exception as e:  # the switch must survive any packet
+            self._internal_error("egress", e)
+            return [], []
+
+    def _run_egress(self, item: Queued, enq_timestamp: int, enq_qdepth: int, deq_qdepth: int,
+                    deq_timedelta: int) -> tuple[list[tuple[int, bytes]], list[Queued]]:
         pkt = item.packet
         sm = pkt.sm
         sm.egress_port = item.egress_port
@@ -234,11 +255,12 @@ class Engine:
 
     # ---- convenience ---------------------------------------------------------------------
     def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
-        """The whole pipeline with zero-time unbounded FIFO queues (for STF and tests)."""
+        """The whole pipeline with zero-time unbounded FIFO queues (for STF and tests).
+        Unlike ingress()/egress(), an internal error propagates, so tests see it."""
         frames: list[tuple[int, bytes]] = []
-        queue = deque(self.ingress(port, data))
+        queue = deque(self._run_ingress(port, bytes(data), NORMAL, None, 0))
         while queue:
-            out, new = self.egress(queue.popleft())
+            out, new = self._run_egress(queue.popleft(), 0, 0, 0, 0)
             frames.extend(out)
             queue.extend(new)
         return frames

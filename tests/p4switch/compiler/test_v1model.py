@@ -107,3 +107,15 @@ def test_queueing_metadata_reaches_egress(switch):
     frames, new = sw.engine.egress(item, enq_timestamp=10, enq_qdepth=3, deq_qdepth=2,
                                    deq_timedelta=5)
     assert frames == [(2, seen(0, 2, op=1, arg=2))] and new == []
+
+
+def test_internal_errors_drop_the_packet_instead_of_raising(switch):
+    sw = switch("v1model_ops.p4")
+
+    def broken(*args):
+        raise RuntimeError("boom")
+
+    sw.engine._ingress = broken
+    assert sw.engine.ingress(0, cmd(1, 2)) == []
+    assert sw.engine.internal_errors == 1
+    assert any("boom" in line for line in sw.logs)
