@@ -187,8 +187,8 @@ class ExprChecker:
             ft = t.field_type(name)
             if ft is not None:
                 return ft
-            if t.kind == "header" and name in HEADER_METHODS or \
-                    t.kind == "header_union" and name in ("isValid", "setInvalid"):
+            if (t.kind == "header" and name in HEADER_METHODS) or \
+                    (t.kind == "header_union" and name in ("isValid", "setInvalid")):
                 e.ref = ("header", name)
                 return MethodType("header", name)
             self.err(e.pos, f"{t} has no field '{name}'")
