@@ -41,18 +41,22 @@ class _Error(Exception):
 
 
 class _Tokens:
-    """The tokens of one line: (kind, text, column)."""
+    """The tokens of one line: (kind, text, column); `spaced` holds the indexes of the tokens
+    that follow white space."""
 
     def __init__(self, text: str, start_col: int) -> None:
         self.items: list[tuple[str, str, int]] = []
+        self.spaced: set[int] = set()
         pos = 0
         while pos < len(text):
             m = _TOKEN.match(text, pos)
             if m is None:
                 raise _Error(start_col + pos, f"unexpected character {text[pos]!r}")
-            if m.lastgroup == "quoted":
+            if m.lastgroup == "ws":
+                self.spaced.add(len(self.items))
+            elif m.lastgroup == "quoted":
                 self.items.append(("id", m.group()[1:-1], start_col + pos))
-            elif m.lastgroup != "ws":
+            else:
                 self.items.append((m.lastgroup, m.group(), start_col + pos))
             pos = m.end()
         self.pos = 0
@@ -95,7 +99,7 @@ class _Tokens:
         dropped: STF names are matched against fully qualified names anyway."""
         self.accept(".")
         parts = [self._name_part(what)]
-        while self.accept("."):
+        while self.pos not in self.spaced and self.accept("."):
             parts.append(self._name_part(what))
         return ".".join(parts)
 
