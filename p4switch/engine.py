@@ -124,8 +124,9 @@ class Engine:
         out: list[Queued] = []
         if ctx.clone is not None:
             out.extend(self._ingress_clone(ctx, data, port, meta))
-        for name, values in ctx.digests:
-            self._digests.emit(name, values)
+        if ctx.digest is not None:
+            name, values = ctx.digest
+            self._digests.emit(name, values())
         if ctx.resubmit is not None:
             if depth >= _MAX_RECIRCULATIONS:
                 return out

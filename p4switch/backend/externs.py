@@ -196,7 +196,8 @@ class ExternGen:
         items: list = []
         self._flatten(data, env, items)
         vals = "".join(f"{v}, " for v, _, _ in items)
-        self.em.line(f"ctx.digests.append(({t.name!r}, ({vals})))")
+        # BMv2 reads the field list when ingress ends, and keeps only the last digest() call
+        self.em.line(f"ctx.digest = ({t.name!r}, lambda: ({vals}))")
 
     def _f_random(self, c, env):
         out, lo, hi = self._args(c)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random as _random
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..runtime.hashing import ALGORITHMS
 
@@ -89,7 +89,7 @@ class PacketContext:
     resubmit: int | None = None  # field list index
     recirculate: int | None = None
     truncate: int | None = None
-    digests: list = field(default_factory=list)  # (name, values)
+    digest: tuple | None = None  # (name, function returning the values at end of ingress)
     parser_offset: int = 0
 
 

@@ -87,6 +87,15 @@ def test_digest_is_emitted_after_ingress(switch):
         ("arg", 8), ("port", 9)]
 
 
+def test_only_the_last_digest_call_counts(switch):
+    sw = switch("v1model_ops.p4")
+    got = []
+    sw.state.digests.sink = lambda name, values: got.append((name, values))
+    sw.state.digests.configure("learn_t")
+    sw.send(3, cmd(12, 0x33))
+    assert got == [("learn_t", (1, 3))]
+
+
 def test_truncate_and_priority(switch):
     sw = switch("v1model_ops.p4")
     assert sw.send(0, cmd(8)) == [(1, seen(0, 1, op=8)[:5])]

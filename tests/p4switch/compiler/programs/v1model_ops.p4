@@ -71,6 +71,9 @@ control OpsIngress(inout headers_t hdr, inout meta_t meta, inout standard_metada
             truncate(5);
         } else if (hdr.cmd.op == 9) {
             sm.priority = 3;
+        } else if (hdr.cmd.op == 12) {
+            digest<learn_t>(1, { hdr.cmd.arg, sm.ingress_port });
+            digest<learn_t>(1, { hdr.cmd.passes, sm.ingress_port });
         }
     }
 }
