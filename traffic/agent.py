@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import select
@@ -60,16 +61,19 @@ class Agent:
             raise AgentError(f"{self.host.name}: expected {event}, got {msg}")
         return msg
 
-    def request(self, op: str, config: dict[str, Any]) -> None:
+    def request(self, op: str, config: dict[str, Any] | Any) -> None:
+        """Send a request; `config` is a dict or a SenderConfig/ReceiverConfig."""
+        if dataclasses.is_dataclass(config):
+            config = dataclasses.asdict(config)
         assert self.proc.stdin is not None
         self.proc.stdin.write((json.dumps({"op": op, "config": config}) + "\n").encode())
 
-    def start_recv(self, config: dict[str, Any], timeout: float = 10.0) -> None:
+    def start_recv(self, config: dict[str, Any] | Any, timeout: float = 10.0) -> None:
         """Start a receive and return once its socket is open."""
         self.request("recv", config)
         self.expect("ready", timeout)
 
-    def start_send(self, config: dict[str, Any]) -> None:
+    def start_send(self, config: dict[str, Any] | Any) -> None:
         self.request("send", config)
 
     def result(self, timeout: float = 120.0) -> dict[str, Any]:

@@ -64,13 +64,18 @@ def roce_receiver_filter(udp_port: int = 4791) -> list[Insn]:
 
 
 def sender_control_filter(udp_port: int = 4791) -> list[Insn]:
-    """Incoming PFC (MAC control) frames and RoCE frames (CNPs, ACKs)."""
+    """Incoming PFC (MAC control) frames and RoCE CNPs and ACKs, tagged or not (data arriving
+    for this host's receiver does not wake the sender)."""
     return _incoming_then([
         (_LD_H_ABS, 12), (_JEQ_K, 0x8808, "accept", "next"),
         (_JEQ_K, 0x0800, "next", "drop"),
         (_LD_B_ABS, 14), (_JEQ_K, 0x45, "next", "drop"),
-        (_LD_B_ABS, 23), (_JEQ_K, 17, "next", "drop"),
-        (_LD_H_ABS, 36), (_JEQ_K, udp_port, "accept", "drop"),
+        (_LD_B_ABS, 23), (_JEQ_K, 17, "udp", "next"),
+        (_JEQ_K, 253, "next", "drop"),
+        (_LD_H_ABS, 44), (_JEQ_K, udp_port, "next", "drop"),
+        (_LD_B_ABS, 50), (_JEQ_K, 0x81, "accept", "next"), (_JEQ_K, 0x11, "accept", "drop"),
+        "udp", (_LD_H_ABS, 36), (_JEQ_K, udp_port, "next", "drop"),
+        (_LD_B_ABS, 42), (_JEQ_K, 0x81, "accept", "next"), (_JEQ_K, 0x11, "accept", "drop"),
     ])
 
 

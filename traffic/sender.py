@@ -29,6 +29,7 @@ from traffic.headers import (
     SEND_LAST,
     SEND_MIDDLE,
     SEND_ONLY,
+    TAG_IP_PROTO,
     WRITE_FIRST,
     WRITE_LAST,
     WRITE_MIDDLE,
@@ -302,11 +303,12 @@ class Sender:
         self._update_rates(time.perf_counter() - t0)
 
     def _on_roce(self, frame: bytes, t: float) -> None:
-        if len(frame) < 54:
+        bth = 50 if frame[23] == TAG_IP_PROTO else 42  # a switch may have tagged it
+        if len(frame) < bth + 12:
             return
         src_ip = ".".join(str(b) for b in frame[26:30])
-        opcode = frame[42]
-        qp = self._by_key.get((src_ip, int.from_bytes(frame[47:50], "big")))
+        opcode = frame[bth]
+        qp = self._by_key.get((src_ip, int.from_bytes(frame[bth + 5 : bth + 8], "big")))
         if qp is None:
             return
         if opcode == CNP:

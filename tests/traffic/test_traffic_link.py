@@ -10,8 +10,12 @@ import subprocess
 import pytest
 from traffic_helpers import relay
 
+from traffic.agent import Agent
 from traffic.dcqcn import DcqcnParams
 from traffic.hosts import python_argv
+from traffic.receiver import ExpectedFlow, ReceiverConfig
+from traffic.results import SendResult
+from traffic.sender import QueuePairConfig, SenderConfig
 
 pytestmark = pytest.mark.root
 
@@ -187,3 +191,18 @@ def test_pfc_other_priority_and_xon(pair_net, run_flow):
     assert sent["pause_frames"] == 2
     assert 0.09 <= sent["paused_s"] < 0.2
     assert 0.09 <= got["qps"][0]["max_gap_s"] < 0.2
+
+
+def test_typed_configs_through_agents(pair_net):
+    a, b = pair_net.hosts["a"], pair_net.hosts["b"]
+    send = SenderConfig(iface=a.iface, qps=[QueuePairConfig(dst_ip=b.ip, qpn=51, rate_bps=8e6,
+                                                            message_bytes=20_000, messages=2)])
+    recv = ReceiverConfig(iface=b.iface, expect=[ExpectedFlow(a.ip, 51, 40_000)],
+                          duration_s=30)
+    with Agent(b) as rx, Agent(a) as tx:
+        rx.start_recv(recv)
+        tx.start_send(send)
+        sent = SendResult.from_dict(tx.result(60))
+        got = rx.result(60)
+    assert sent.payload_bytes == got["bytes"] == 40_000
+    assert got["qps"][0]["messages_complete"] == 2
