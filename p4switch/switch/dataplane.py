@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 from p4switch.switch.device import Device
 from p4switch.switch.linkmon import LinkMonitor
+from p4switch.switch.pfc import PfcReceiver
 from p4switch.switch.ports import RawPort
 from p4switch.switch.tm import TrafficManager
 
@@ -48,6 +49,7 @@ class Dataplane:
         self.stats = DataplaneStats()
         self.packet_in: Callable[[bytes], None] | None = None  # frames sent to the CPU port
         self.trace: Callable[[str], None] | None = None  # per-packet log lines (-L trace)
+        self.pfc: PfcReceiver | None = None  # honours received PFC frames (p4switch-only)
         self._injected: deque[tuple[int, bytes]] = deque()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
@@ -123,6 +125,9 @@ class Dataplane:
         trace = self.trace
         if trace is not None:
             trace(f"port {port}: received {len(data)} bytes: {data[:32].hex()}")
+        if self.pfc is not None and data[12:14] == b"\x88\x08" and self.pfc.handle(port, data) \
+                and trace is not None:
+            trace(f"port {port}: PFC frame applied to its egress queues")
         if engine is None:
             return
         try:

@@ -41,6 +41,8 @@ class SwitchOptions:
     log_file: str | None = None
     thrift_port: int = DEFAULT_THRIFT_PORT
     grpc_addr: str = DEFAULT_GRPC_ADDR
+    pfc: bool = True  # p4switch-only: honour received PFC frames in the traffic manager
+    pfc_link_mbps: float | None = None  # rate PFC quanta refer to (default: interface speed)
 
 
 def _interface(text: str) -> tuple[int, str]:
@@ -87,6 +89,12 @@ def main_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-p4", action="store_true",
                    help="start without a program; wait for SetForwardingPipelineConfig")
     _add_target_options(p)
+    pfc = p.add_argument_group("p4switch-only")
+    pfc.add_argument("--no-pfc", action="store_true",
+                     help="do not pause egress queues on received PFC frames")
+    pfc.add_argument("--pfc-link-mbps", type=float, metavar="MBPS",
+                     help="link rate PFC pause quanta refer to (default: each interface's "
+                     "speed; set it to the emulated rate of shaped links)")
     p.add_argument("program", nargs="?", metavar="PROGRAM",
                    help=".p4 source or p4switch-compile device config (*.p4switch.json)")
     return p
@@ -125,6 +133,11 @@ def parse_args(argv: list[str]) -> SwitchOptions:
                          log_console=main_ns.log_console, log_file=main_ns.log_file)
     if main_ns.log_level:
         opts.log_level = main_ns.log_level
+    opts.pfc = not main_ns.no_pfc
+    if main_ns.pfc_link_mbps is not None:
+        if main_ns.pfc_link_mbps <= 0:
+            errors.append(f"--pfc-link-mbps must be > 0, got {main_ns.pfc_link_mbps}")
+        opts.pfc_link_mbps = main_ns.pfc_link_mbps
     if main_ns.log_console and main_ns.log_file:
         errors.append("--log-console and --log-file are mutually exclusive")
 

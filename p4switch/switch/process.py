@@ -18,6 +18,7 @@ from p4switch.switch.dataplane import Dataplane
 from p4switch.switch.device import Device, ProgramLoadError, load_program
 from p4switch.switch.linkmon import LinkMonitor
 from p4switch.switch.options import SwitchOptions
+from p4switch.switch.pfc import PfcReceiver, sysfs_link_bps
 from p4switch.switch.ports import PortError, RawPort
 from p4switch.switch.runtime_server import RuntimeCommandServer, SwitchCommands
 from p4switch.switch.tm import TrafficManager
@@ -93,6 +94,8 @@ class Switch:
         self.dataplane = Dataplane(device, self.ports, tm, self.linkmon)
         if trace is not None:
             self.dataplane.trace = log.getChild("dataplane").debug
+        if opts.pfc:
+            self.dataplane.pfc = PfcReceiver(tm.pause, opts.priority_queues, self._link_bps)
         commands = SwitchCommands(tm, dict(opts.interfaces), self.port_up, device.now_us)
         try:
             self.cli_server = RuntimeCommandServer(device, commands, opts.thrift_port)
@@ -112,6 +115,11 @@ class Switch:
         gc.freeze()  # start-up objects are permanent: out of the cyclic collector's way
         log.info("P4Runtime server listening on %s (device id %d), runtime CLI on port %d",
                  opts.grpc_addr, opts.device_id, self.cli_server.port)
+
+    def _link_bps(self, port: int) -> float:
+        if self.opts.pfc_link_mbps is not None:
+            return self.opts.pfc_link_mbps * 1e6
+        return sysfs_link_bps(self.opts.interfaces.get(port, ""))
 
     def _on_port_change(self, port: int, up: bool) -> None:
         log.info("port %d (%s) is %s", port, self.opts.interfaces.get(port, "?"),
