@@ -63,8 +63,9 @@ class QueuePairConfig:
             out.append(f"{name}: QPN must be 1..16777215")
         if self.rate_bps < 0:
             out.append(f"{name}: rate must be > 0 b/s (0 = unpaced), got {self.rate_bps}")
-        if self.message_bytes <= 0:
-            out.append(f"{name}: message size must be > 0 bytes, got {self.message_bytes}")
+        if self.message_bytes < STAMP_LEN:
+            out.append(f"{name}: message size must be >= {STAMP_LEN} bytes (the first packet "
+                       f"carries the send time), got {self.message_bytes}")
         if self.messages is not None and self.messages <= 0:
             out.append(f"{name}: message count must be > 0, got {self.messages}")
         if self.sport is not None and not 0 < self.sport < 65536:
@@ -143,8 +144,7 @@ def _message_plan(cfg: QueuePairConfig, ep: Endpoints, mtu: int) -> list[FrameTe
     size = cfg.message_bytes
     n = max(1, -(-size // mtu))
     tag = (cfg.qpn & 0xFFFF, 0) if cfg.tag else None
-    # Payloads shorter than the stamp are padded: the stamp needs 8 bytes.
-    first_len = max(min(size, mtu), STAMP_LEN)
+    first_len = min(size, mtu)
 
     def template(op: int, length: int, stamped: bool) -> FrameTemplate:
         frame = build_frame(ep, op, 0, bytes(length), dlen=size, rkey=cfg.qpn, tag=tag)

@@ -122,3 +122,28 @@ def test_reorder_buffer_skips_when_full():
     assert rb.push(3, 3, 0) == [1, 2, 3]
     assert rb.skipped == 1
     assert rb.push(2, 2, 0) == [] and rb.late == 1  # duplicate behind the release point
+
+
+# --- configuration errors ----------------------------------------------------------------
+
+
+def test_sender_config_reports_every_problem_at_once():
+    from traffic.sender import QueuePairConfig, SenderConfig
+
+    cfg = SenderConfig(iface="x", dscp=70, priority=9, qps=[
+        QueuePairConfig(dst_ip="10.0.0.300", qpn=0, rate_bps=-1, message_bytes=4, verb="read"),
+        QueuePairConfig(dst_ip="10.0.0.2", qpn=5, messages=None),
+    ])
+    problems = "\n".join(cfg.problems())
+    for text in ("QPN must be 1..16777215", "rate must be > 0", "message size must be >= 8",
+                 "verb must be one of", "'10.0.0.300' is not an IPv4 address", "DSCP must be",
+                 "priority must be 0..7", "needs a duration"):
+        assert text in problems
+
+
+def test_receiver_config_needs_an_end():
+    from traffic.receiver import ReceiverConfig
+
+    assert "nothing ends the run" in " ".join(
+        ReceiverConfig(iface="x", idle_timeout_s=None).problems())
+    assert ReceiverConfig(iface="x").problems() == []
