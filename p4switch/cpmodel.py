@@ -177,6 +177,8 @@ class ControlPlaneModel:
     registers: list[Register] = field(default_factory=list)
     digests: list[Digest] = field(default_factory=list)
     controller_headers: list[ControllerHeader] = field(default_factory=list)
+    # Annotations of the `main` package instance (@pkginfo, @platform_property, others).
+    package_annotations: list[Annotation] = field(default_factory=list)
 
     def table(self, name: str) -> Table:
         return _find(self.tables, name, "table")

@@ -8,6 +8,7 @@ field by field as p4c's P4Runtime serializer fills them for v1model. `p4info_tex
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 
 from google.protobuf import text_format
@@ -126,7 +127,7 @@ class _Builder:
 
     def build(self) -> p4info_pb2.P4Info:
         model, info = self.model, self.p4info
-        info.pkg_info.arch = "v1model"
+        _package_info(info.pkg_info, model.package_annotations)
         if self._has_type_info():
             info.type_info.SetInParent()
         for table in model.tables:
@@ -311,6 +312,34 @@ class _Builder:
             out.id = field_id
             out.name = field.name
             out.bitwidth = field.bitwidth
+
+
+_PKGINFO_KEYS = ("name", "version", "organization", "contact", "url", "arch")
+_PLATFORM_KEYS = (
+    "multicast_group_table_size",
+    "multicast_group_table_total_replicas",
+    "multicast_group_table_max_replicas_per_entry",
+)
+_KV = re.compile(r'\s*([A-Za-z_]\w*)\s*=\s*("(?:[^"\\]|\\.)*"|[^,]+?)\s*(?:,|$)')
+
+
+def _key_values(body: str) -> dict[str, str]:
+    return {m.group(1): m.group(2) for m in _KV.finditer(body)}
+
+
+def _package_info(pkg: p4info_pb2.PkgInfo, annotations: list[cpmodel.Annotation]) -> None:
+    """`pkg_info` as p4c fills it from the annotations of `main`."""
+    info = next((a for a in annotations if a.name == "pkginfo"), None)
+    fields = _key_values(info.body) if info else {}
+    for key in _PKGINFO_KEYS:
+        if key in fields and key != "arch":
+            setattr(pkg, key, _string_literal(fields[key]))
+    pkg.arch = _string_literal(fields["arch"]) if "arch" in fields else "v1model"
+    platform = next((a for a in annotations if a.name == "platform_property"), None)
+    for key, value in (_key_values(platform.body) if platform else {}).items():
+        if key in _PLATFORM_KEYS:
+            setattr(pkg.platform_properties, key, int(value, 0))
+    _add_annotations(pkg, annotations, lambda n: n in ("pkginfo", "platform_property"))
 
 
 def _unique(items: list) -> list:

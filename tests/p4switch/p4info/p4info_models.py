@@ -191,7 +191,18 @@ def action_selector_shared_bmv2() -> ControlPlaneModel:
                              action_profiles=[profile])
 
 
+def pkginfo_annotation() -> ControlPlaneModel:
+    pkginfo = Annotation("pkginfo", '\n  name = "some_name",\n  organization = "some_org",\n'
+                                    '  version = "some_version",\n  contact = "some_contact",\n'
+                                    '  url = "some_url"\n')
+    platform = Annotation("platform_property", "multicast_group_table_size = 10, "
+                          "multicast_group_table_total_replicas = 20, "
+                          "multicast_group_table_max_replicas_per_entry = 30")
+    return ControlPlaneModel("pkginfo_annotation", package_annotations=[pkginfo, platform])
+
+
 MODELS = {
+    "pkginfo_annotation": pkginfo_annotation,
     "action_selector_shared-bmv2": action_selector_shared_bmv2,
     "action_profile-bmv2": action_profile_bmv2,
     "issue1520-bmv2": issue1520_bmv2,
