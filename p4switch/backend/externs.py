@@ -13,6 +13,18 @@ from .structs import class_name
 _CLONE_NAMES = {"clone", "clone_preserving_field_list"}
 
 
+def _merge_runs(items: list) -> list:
+    """Join consecutive (value, width, guard) fields with the same guard into one value."""
+    runs: list = []
+    for v, w, g in items:
+        if runs and runs[-1][2] == g:
+            pv, pw, _ = runs[-1]
+            runs[-1] = (f"({pv} << {w}) | {v}", pw + w, g)
+        else:
+            runs.append((v, w, g))
+    return runs
+
+
 class ExternGen:
     # ---- field lists ---------------------------------------------------------------------
     def _flatten(self, e: A.Expr, env: Env, out: list, guard: str | None = None) -> None:
@@ -58,11 +70,12 @@ class ExternGen:
         items: list = []
         for e in exprs:
             self._flatten(e, env, items)
-        if all(g is None for _, _, g in items):
-            return "(" + "".join(f"({v}, {w}), " for v, w, _ in items) + ")"
+        runs = _merge_runs(items)
+        if all(g is None for _, _, g in runs):
+            return "(" + "".join(f"({v}, {w}), " for v, w, _ in runs) + ")"
         lst = self.em.fresh("fl")
         self.em.line(f"{lst} = []")
-        for v, w, g in items:
+        for v, w, g in runs:
             if g is None:
                 self.em.line(f"{lst}.append(({v}, {w}))")
             else:
@@ -85,7 +98,13 @@ class ExternGen:
             packed = f"({' | '.join(parts)}).to_bytes({(total + pad) // 8}, 'big')"
             (guard,) = guards
             return packed if guard is None else f"({packed} if {guard} else b'')"
-        return f"_pack_bits({self.field_list_pairs([data], env)})"
+        # fields of headers that may be invalid: accumulate the bits, then pad to bytes
+        acc, nbits = self.em.fresh("acc"), self.em.fresh("nbits")
+        self.em.line(f"{acc} = {nbits} = 0")
+        for v, w, g in _merge_runs(items):
+            prefix = f"if {g}: " if g is not None else ""
+            self.em.line(f"{prefix}{acc}, {nbits} = ({acc} << {w}) | {v}, {nbits} + {w}")
+        return f"_pack_int({acc}, {nbits})"
 
     # ---- calls ---------------------------------------------------------------------------
     def extern_call(self, c: A.Call, env: Env, statement: bool) -> str:

@@ -141,6 +141,12 @@ def csum16(data: bytes) -> int:
 _LITTLE = sys.byteorder == "little"
 
 
+def pack_int(acc: int, nbits: int) -> bytes:
+    """`nbits` bits of `acc`, MSB first, zero-padded to whole bytes."""
+    pad = -nbits % 8
+    return (acc << pad).to_bytes((nbits + pad) >> 3, "big")
+
+
 def run_hash(algo: str, data: bytes) -> int:
     return ALGORITHMS[algo](data)
 
