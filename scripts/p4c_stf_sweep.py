@@ -2,7 +2,7 @@
 """Run p4c's v1model STF samples against p4switch and summarise the outcomes.
 
     scripts/p4c_stf_sweep.py P4C_CHECKOUT_DIR [--jobs N] [--timeout S] [--json OUT]
-                             [--markdown FILE] [--filter SUBSTRING]
+                             [--markdown FILE] [--filter SUBSTRING] [--p4info-all]
 
 Every `testdata/p4_16_samples/*-bmv2.p4` that has a `.stf` and includes v1model.p4 runs in its
 own process (`p4switch-stf`'s runner) with a timeout. Prints the counts per outcome (PASS,
@@ -27,48 +27,57 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-ORDER = ("PASS", "UNSUPPORTED", "WRONG", "INVALID", "TIMEOUT", "CRASH")
+ORDER = ("PASS", "UNSUPPORTED", "WRONG", "INVALID", "TIMEOUT", "CRASH")  # NO-STF: P4Info only
 
 
-def find_tests(p4c: Path, pattern: str | None) -> list[tuple[Path, Path]]:
+def golden_of(program: Path) -> Path:
+    return program.parents[1] / "p4_16_samples_outputs" / f"{program.name}.p4info.txtpb"
+
+
+def find_tests(p4c: Path, pattern: str | None, p4info_all: bool) -> list[tuple[Path, Path | None]]:
+    """(program, stf) of the v1model STF samples; with `p4info_all` also (program, None) for
+    every other v1model sample that has a golden P4Info."""
     samples = p4c / "testdata" / "p4_16_samples"
     if not samples.is_dir():
         raise SystemExit(f"{samples}: not a directory (expected a p4c checkout)")
-    tests = []
-    for program in sorted(samples.glob("*-bmv2.p4")):
-        stf = program.with_suffix(".stf")
-        if not stf.is_file() or (pattern and pattern not in program.name):
+    tests: list[tuple[Path, Path | None]] = []
+    for program in sorted(samples.glob("*.p4")):
+        if pattern and pattern not in program.name:
             continue
         if "v1model.p4" not in program.read_text(errors="replace"):
             continue
-        tests.append((program, stf))
+        stf = program.with_suffix(".stf")
+        if program.name.endswith("-bmv2.p4") and stf.is_file():
+            tests.append((program, stf))
+        elif p4info_all and golden_of(program).is_file():
+            tests.append((program, None))
     return tests
 
 
-def run_one(program: Path, stf: Path, timeout: float) -> dict:
-    golden = program.parents[1] / "p4_16_samples_outputs" / f"{program.name}.p4info.txtpb"
-    argv = [sys.executable, str(Path(__file__).resolve()), "--one", str(program), str(stf),
-            str(golden)]
+def run_one(program: Path, stf: Path | None, timeout: float) -> dict:
+    argv = [sys.executable, str(Path(__file__).resolve()), "--one", str(program),
+            str(stf) if stf else "-", str(golden_of(program))]
     env = dict(os.environ, PYTHONPATH=str(REPO))
     start = time.monotonic()
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env,
                               cwd=REPO)
     except subprocess.TimeoutExpired:
-        return {"test": program.stem, "outcome": "TIMEOUT", "reason": f"over {timeout:g} s",
-                "messages": [], "seconds": timeout}
+        return {"test": program.stem, "outcome": "TIMEOUT" if stf else "NO-STF",
+                "reason": f"over {timeout:g} s", "messages": [], "seconds": timeout,
+                "p4info": f"not built: over {timeout:g} s"}
     seconds = round(time.monotonic() - start, 2)
     try:
         result = json.loads(proc.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
         tail = proc.stderr.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
-        return {"test": program.stem, "outcome": "CRASH", "reason": tail[0],
+        return {"test": program.stem, "outcome": "CRASH" if stf else "NO-STF", "reason": tail[0],
                 "messages": proc.stderr.strip().splitlines()[-30:], "seconds": seconds}
     result.update(test=program.stem, seconds=seconds)
     return result
 
 
-def one(program: Path, stf: Path, golden: Path | None) -> None:
+def one(program: Path, stf: Path | None, golden: Path | None) -> None:
     """Child process: run one test and print its result as one JSON line."""
     sys.path.insert(0, str(REPO))
     try:
@@ -77,19 +86,20 @@ def one(program: Path, stf: Path, golden: Path | None) -> None:
         import traceback
 
         frames = traceback.format_exception(exc)
-        out = {"outcome": "CRASH", "reason": f"{type(exc).__name__}: {exc}".splitlines()[0],
-               "messages": "".join(frames).splitlines()[-30:]}
+        reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        out = {"outcome": "CRASH" if stf else "NO-STF", "reason": reason,
+               "messages": "".join(frames).splitlines()[-30:], "p4info": f"not built: {reason}"}
     print(json.dumps(out))
 
 
-def _one(program: Path, stf: Path, golden: Path | None) -> dict:
+def _one(program: Path, stf: Path | None, golden: Path | None) -> dict:
     from p4switch.compiler import P4CompileError, compile_program
     from p4switch.stf.parser import StfSyntaxError, parse_stf_file
     from p4switch.stf.runner import Outcome, StfResult, compile_failure, run_statements
 
     p4info = None
     try:
-        statements = parse_stf_file(stf)
+        statements = parse_stf_file(stf) if stf else []
         program_ = compile_program(program, [program.parent])
     except StfSyntaxError as exc:
         result = StfResult(Outcome.INVALID, [f"STF syntax: {e}" for e in exc.errors])
@@ -98,7 +108,7 @@ def _one(program: Path, stf: Path, golden: Path | None) -> dict:
     else:
         p4info = p4info_status(program_.model, golden)
         result = run_statements(program_, statements)
-    return {"outcome": result.outcome.value, "reason": result.reason,
+    return {"outcome": result.outcome.value if stf else "NO-STF", "reason": result.reason,
             "messages": result.messages, "warnings": result.warnings, "p4info": p4info}
 
 
@@ -135,10 +145,11 @@ def unsupported_reason(result: dict) -> str:
     return result["reason"][:100]
 
 
-def summary(results: list[dict], elapsed: float) -> list[str]:
+def summary(all_results: list[dict], elapsed: float) -> list[str]:
+    results = [r for r in all_results if r["outcome"] != "NO-STF"]
     counts = collections.Counter(r["outcome"] for r in results)
     lines = [
-        f"{len(results)} tests in {elapsed:.0f} s: "
+        f"{len(results)} STF tests in {elapsed:.0f} s: "
         + ", ".join(f"{k} {counts.get(k, 0)}" for k in ORDER if counts.get(k) or k in ORDER[:4])
     ]
     for outcome in ("WRONG", "CRASH", "TIMEOUT", "INVALID"):
@@ -150,10 +161,12 @@ def summary(results: list[dict], elapsed: float) -> list[str]:
     if warned:
         lines.append(f"\nCommands skipped as BMv2 rejects them ({len(warned)} tests):")
         lines += [f"- {r['test']} ({r['outcome']}): {r['warnings'][0]}" for r in warned]
-    p4info = collections.Counter((r.get("p4info") or "not built").split(":")[0] for r in results)
-    lines.append("\nP4Info vs p4c's golden files: "
+    p4info = collections.Counter(
+        (r.get("p4info") or "not built").split(":")[0] for r in all_results
+    )
+    lines.append(f"\nP4Info vs p4c's golden files ({len(all_results)} programs): "
                  + ", ".join(f"{k} {n}" for k, n in sorted(p4info.items())))
-    lines += [f"- {r['test']}: {r['p4info']}" for r in results
+    lines += [f"- {r['test']}: {r['p4info']}" for r in all_results
               if (r.get("p4info") or "").startswith("differs")]
     reasons = collections.Counter(
         unsupported_reason(r) for r in results if r["outcome"] == "UNSUPPORTED"
@@ -167,7 +180,8 @@ def summary(results: list[dict], elapsed: float) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     args_list = sys.argv[1:] if argv is None else argv
     if args_list[:1] == ["--one"]:
-        one(Path(args_list[1]), Path(args_list[2]), Path(args_list[3]))
+        stf = None if args_list[2] == "-" else Path(args_list[2])
+        one(Path(args_list[1]), stf, Path(args_list[3]))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("p4c", type=Path, help="a p4c checkout (with testdata/)")
@@ -176,8 +190,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write every result to this JSON file")
     parser.add_argument("--markdown", type=Path, help="append the summary to this file")
     parser.add_argument("--filter", help="only programs whose name contains this")
+    parser.add_argument("--p4info-all", action="store_true",
+                        help="also compare the P4Info of every v1model sample without an STF")
     args = parser.parse_args(args_list)
-    tests = find_tests(args.p4c, args.filter)
+    tests = find_tests(args.p4c, args.filter, args.p4info_all)
     start = time.monotonic()
     results: list[dict] = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
