@@ -184,18 +184,21 @@ class FailoverLab:
             self.ctl = FabricController(self.spec, pipeline)
             self.ctl.connect()
             self.ctl.program()
-            if self.use_reconverger:
-                log = self.log_dir / "link-events.log" if self.log_dir else None
-                self.rc = Reconverger(self.ctl, interval=self.watch_interval,
-                                      log_path=log).start()
-            if self.use_probes:
-                verdict = self.rc.isolate if self.rc else None
-                self.prober = LinkProber(self.ctl, period=self.probe_period,
-                                         on_verdict=verdict).start()
+            self.start_loops(self.use_reconverger, self.use_probes)
         except BaseException:
             self.stop()
             raise
         return self
+
+    def start_loops(self, reconverge: bool = True, probes: bool = True) -> None:
+        """Start the reconvergence loop and/or the link probes (if not running yet)."""
+        if reconverge and self.rc is None:
+            log = self.log_dir / "link-events.log" if self.log_dir else None
+            self.rc = Reconverger(self.ctl, interval=self.watch_interval, log_path=log).start()
+        if probes and self.prober is None:
+            self.prober = LinkProber(self.ctl, period=self.probe_period).start()
+        if self.prober is not None and self.rc is not None:
+            self.prober.on_verdict = self.rc.isolate
 
     def stop(self) -> None:
         if self.prober:
