@@ -172,3 +172,27 @@ def test_cli_pass_through_errors_are_warnings(fwd) -> None:
     assert [w.split(":")[0] for w in result.warnings] == ["line 2", "line 3"]
     assert result.warnings[0].startswith("line 2: skipped, BMv2 rejects it: register_write "
                                          "IngressImpl.nosuch 1 7: ")
+
+
+def test_p4switch_compile_include_dirs_and_defines(tmp_path: Path) -> None:
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    (inc / "sizes.p4").write_text("#ifndef L2_SIZE\n#define L2_SIZE 16\n#endif\n")
+    program = tmp_path / "sized.p4"
+    program.write_text(
+        FWD.read_text()
+        .replace("#include <v1model.p4>", '#include <v1model.p4>\n#include "sizes.p4"')
+        .replace("default_action = drop();", "default_action = drop();\n        size = L2_SIZE;")
+    )
+
+    def l2_size(*args: str) -> int:
+        out = tmp_path / "out"
+        done = command("p4switch.cli.compile", str(program), "-I", str(inc), *args, "-o", str(out))
+        assert done.returncode == 0, done.stderr
+        info = text_format.Parse((out / "sized.p4info.txtpb").read_text(), p4info_pb2.P4Info())
+        return next(t.size for t in info.tables if t.preamble.name == "IngressImpl.l2")
+
+    assert l2_size() == 16
+    assert l2_size("-D", "L2_SIZE=4096") == 4096
+    missing = command("p4switch.cli.compile", str(program), "-o", str(tmp_path / "o"))
+    assert missing.returncode == 1 and "sizes.p4" in missing.stderr
