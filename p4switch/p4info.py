@@ -106,6 +106,8 @@ def _add_annotations(
         if annotation.name in _DROPPED_ANNOTATIONS or skip(annotation.name):
             continue
         message.annotations.append(str(annotation))
+    if "doc" not in message.DESCRIPTOR.fields_by_name:
+        return  # e.g. an action reference: p4c drops @brief/@description there
     if brief is not None:
         message.doc.brief = brief
     if description is not None:
