@@ -4,7 +4,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.setup-stamp
 PYTEST  ?= $(BIN)/pytest
 
-.PHONY: setup demo test test-fast lint bench bench-engine bench-switch bench-traffic bench-fabric clean
+.PHONY: setup demo test test-fast lint bench bench-engine bench-runtime bench-switch bench-traffic bench-fabric clean
 
 setup: $(STAMP)
 
@@ -24,10 +24,13 @@ test-fast: setup
 lint: setup
 	$(BIN)/ruff check .
 
-bench: bench-engine bench-switch bench-traffic bench-fabric
+bench: bench-engine bench-runtime bench-switch bench-traffic bench-fabric
 
 bench-engine: setup
 	$(BIN)/python bench/engine_pps.py
+
+bench-runtime: setup
+	$(BIN)/python bench/runtime_lookup.py
 
 bench-switch: setup
 	$(BIN)/python bench/switch_pps.py
