@@ -32,6 +32,12 @@ def test_defaults_and_target_options_before_the_separator():
         9090, 0, 511, 1)
 
 
+def test_p4switch_only_pfc_options():
+    assert parse_args(["--no-p4"]).pfc and parse_args(["--no-p4"]).pfc_link_mbps is None
+    opts = parse_args(["--no-p4", "--no-pfc", "--pfc-link-mbps", "12.5"])
+    assert not opts.pfc and opts.pfc_link_mbps == 12.5
+
+
 def test_pcap_without_directory_means_current_directory(tmp_path):
     prog = tmp_path / "p.p4"
     prog.write_text("")
@@ -53,6 +59,7 @@ def test_pcap_without_directory_means_current_directory(tmp_path):
     (["--no-p4", "--", "--grpc-server-addr", "nowhere"], "HOST:PORT"),
     (["--no-p4", "--", "--bogus"], "unrecognized arguments after '--'"),
     (["--no-p4", "--pcap=/nonexistent-dir"], "does not exist"),
+    (["--no-p4", "--pfc-link-mbps", "0"], "--pfc-link-mbps must be > 0"),
 ])
 def test_bad_arguments_are_named(argv, message):
     with pytest.raises(OptionsError, match=message):
