@@ -186,8 +186,8 @@ def parse_args(argv: list[str]) -> SwitchOptions:
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     ns, rest = parser.parse_known_args(argv)
     if rest:
-        where = "after '--'" if parser.prog.endswith("--") else ""
-        raise OptionsError(f"unrecognized arguments {where}: {' '.join(rest)}".replace("  ", " "))
+        where = " after '--'" if parser.prog.endswith("--") else ""
+        raise OptionsError(f"unrecognized arguments{where}: {' '.join(rest)}")
     return ns
 
 
