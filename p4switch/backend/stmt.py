@@ -160,42 +160,55 @@ class StmtGen:
         self.call_stmt(s.call, env)
 
     # ---- hoisting table applies out of expressions --------------------------------------
-    def hoist(self, e: A.Expr, env: Env, conditional: bool = False) -> None:
+    def hoist(self, e: A.Expr, env: Env) -> None:
+        """Emit, ahead of the statement using e, the parts of e with side effects (table
+        applies, calls with out arguments), in P4's left-to-right order. A short-circuit or
+        ?: operand with side effects becomes an if statement, so it runs only when P4 says."""
         if e is None or e.const is not None or id(e) in self.pre:
             return
         if isinstance(e, A.Call):
             if e.kind == "table_apply":
-                if conditional:
-                    raise Unsupported(e.pos, "table apply in a conditionally evaluated "
-                                             "operand")
                 e.hoisted = self.table_apply(e.func.expr.ref.decl, env)
                 return
             if e.kind == "function" and any(p.direction in ("out", "inout")
                                             for p in e.func.ref.decl.proto.params):
-                if conditional:
-                    raise Unsupported(e.pos, "call with out arguments in a conditionally "
-                                             "evaluated operand")
+                self.hoist_args(e, env)
                 e.hoisted = self.function_call(e, env)
                 return
             args = [a.expr for a in e.args if a.expr is not None]
             self.pin_before_effects(args, env)
             for a in args:
-                self.hoist(a, env, conditional)
+                self.hoist(a, env)
             return
-        kids = list(_children(e)) if not isinstance(e, A.Call) else []
-        if not isinstance(e, A.Cond) and not (isinstance(e, A.Binary) and e.op in ("&&", "||")):
-            self.pin_before_effects(kids, env)
         if isinstance(e, A.Binary) and e.op in ("&&", "||"):
-            self.hoist(e.left, env, conditional)
-            self.hoist(e.right, env, True)
+            self.hoist(e.left, env)
+            if has_side_effects(e.right):
+                r = self.em.fresh("c")
+                self.em.line(f"{r} = {self.ex(e.left, env)}")
+                self.em.line(f"if {'' if e.op == '&&' else 'not '}{r}:")
+                with self.em.indent():
+                    self.hoist(e.right, env)
+                    self.em.line(f"{r} = {self.ex(e.right, env)}")
+                self.pre[id(e)] = r
             return
         if isinstance(e, A.Cond):
-            self.hoist(e.cond, env, conditional)
-            self.hoist(e.then, env, True)
-            self.hoist(e.other, env, True)
+            self.hoist(e.cond, env)
+            if has_side_effects(e.then) or has_side_effects(e.other):
+                r = self.em.fresh("c")
+                copy = "._copy()" if is_aggregate(e.type) else ""
+                self.em.line(f"if {self.ex(e.cond, env)}:")
+                for i, branch in enumerate((e.then, e.other)):
+                    if i:
+                        self.em.line("else:")
+                    with self.em.indent():
+                        self.hoist(branch, env)
+                        self.em.line(f"{r} = {self.ex(branch, env)}{copy}")
+                self.pre[id(e)] = r
             return
-        for child in _children(e):
-            self.hoist(child, env, conditional)
+        kids = list(_children(e))
+        self.pin_before_effects(kids, env)
+        for child in kids:
+            self.hoist(child, env)
 
     def pin_before_effects(self, operands: list[A.Expr], env: Env) -> None:
         """Operands evaluated before one with side effects are computed into temps first."""
