@@ -86,6 +86,7 @@ class TableGen:
             info.meter_decl = isym
         if decl.entries is not None:
             m.const_entries = [self.const_entry(decl, e) for e in decl.entries]
+            _apply_priorities(decl.entries, m.const_entries)
         idle = decl.props.get("support_timeout")
         m.idle_timeout = bool(idle is not None and idle.value.const)
         self.model.add("tables", m)
@@ -165,6 +166,18 @@ class TableGen:
         fields = [k.expr for k in decl.keys or [] if k.match_kind == "selector"]
         lst = self.field_list_pairs(fields, env)
         return f"{info.profile_var}.selector_hash({lst})"
+
+
+def _apply_priorities(decls: list[A.EntryDecl], entries: list[cp.ConstEntry]) -> None:
+    """`@priority(n)` on const entries (p4c + BMv2: the smallest n wins; an entry without one
+    has its 1-based position) -> P4Runtime priorities, where the largest wins."""
+    given = [A.annotation(d.annotations, "priority") for d in decls]
+    if not any(given):
+        return
+    bmv2 = [int(g.body) if g is not None else i + 1 for i, g in enumerate(given)]
+    top = max(bmv2) + 1
+    for entry, p in zip(entries, bmv2, strict=True):
+        entry.priority = top - p
 
 
 def _const_int(e: A.Expr | None) -> int:

@@ -248,8 +248,8 @@ class ExprChecker:
         it = self.expr(e.index, scope)
         if isinstance(t, Unknown):
             return UNKNOWN
-        if not isinstance(it, (Bits, IntLit, Unknown)) or (isinstance(it, Bits) and it.signed):
-            self.err(e.index.pos, f"array index must be an unsigned number, not {it}")
+        if not isinstance(it, (Bits, IntLit, Unknown)):
+            self.err(e.index.pos, f"array index must be a number, not {it}")
         if isinstance(t, StackType):
             if e.index.const is not None and not 0 <= e.index.const < t.size:
                 self.err(e.index.pos, f"index {e.index.const} out of bounds for {t}")

@@ -177,12 +177,14 @@ class StmtChecker:
                 parts = [k.lo, k.hi]
             else:
                 parts = [k]
-            for p in parts:
+            for i, p in enumerate(parts):
                 self.expr(p, scope)
-                if isinstance(t, BoolType) and isinstance(p.type, BoolType):
-                    pass
-                else:
-                    self.convert(p, t, "keyset: ")
+                target = t
+                if isinstance(k, A.Mask) and i == 1 and isinstance(t, EnumType) and \
+                        t.width is not None:
+                    target = Bits(t.width)  # the mask of an enum key is a plain number
+                if not (isinstance(t, BoolType) and isinstance(p.type, BoolType)):
+                    self.convert(p, target, "keyset: ")
                 if p.const is None and not isinstance(p.type, Unknown):
                     self.err(p.pos, "unsupported: non-constant keyset expression")
             k.type = t
@@ -246,8 +248,10 @@ class StmtChecker:
                 self._action_args(ref, e.args, scope, e.pos, "entry")
             if not t.entries_const:
                 self.err(t.pos, "unsupported: non-const entries")
-            if any(a.name == "priority" for e in t.entries for a in e.annotations):
-                self.err(t.pos, "unsupported: @priority on table entries")
+            for e in t.entries:
+                prio = A.annotation(e.annotations, "priority")
+                if prio is not None and not prio.body.strip().isdigit():
+                    self.err(e.pos, "@priority needs a non-negative integer")
 
     def _bind_action_ref(self, ref: A.ActionRefDecl, sym: ActionSym, scope: Scope) -> list:
         """`actions = { a(x) }`: x binds a's first (directional) parameters."""
