@@ -46,6 +46,24 @@ def interface_ip(iface: str) -> str:
     return socket.inet_ntoa(raw[20:24])
 
 
+def host_ip(iface: str) -> str:
+    """The address this host sends from on `iface`: the interface's own, or, for a port
+    without one (the second port of a dual-port NIC), the first address of another
+    interface."""
+    try:
+        return interface_ip(iface)
+    except NetError:
+        pass
+    for _, name in socket.if_nameindex():
+        if name in ("lo", iface):
+            continue
+        try:
+            return interface_ip(name)
+        except NetError:
+            continue
+    raise NetError(f"interface {iface!r} has no IPv4 address, and neither has any other")
+
+
 def validate_ipv4(text: str, what: str = "address") -> str:
     try:
         return str(ipaddress.IPv4Address(text))

@@ -50,7 +50,7 @@ class ExpectedFlow:
 
 @dataclass
 class ReceiverConfig:
-    iface: str
+    iface: str  # one interface, or several separated by commas (a multi-port NIC)
     duration_s: float | None = None  # stop after this long
     idle_timeout_s: float | None = 2.0  # stop this long after the last data packet
     expect: list[ExpectedFlow] = field(default_factory=list)  # stop once all are delivered
@@ -66,6 +66,8 @@ class ReceiverConfig:
 
     def problems(self) -> list[str]:
         out = []
+        if not any(i.strip() for i in self.iface.split(",")):
+            out.append("no interface to receive on")
         if self.duration_s is not None and self.duration_s <= 0:
             out.append(f"duration must be > 0 s, got {self.duration_s}")
         if self.idle_timeout_s is not None and self.idle_timeout_s <= 0:
@@ -113,10 +115,25 @@ class Receiver:
         self.on_progress = on_progress
         self.progress_s = progress_s
         self._stop = False
-        self.sock = netutil.packet_socket(config.iface, netutil.ETH_P_ALL, rcvbuf=8 << 20)
-        bpf.attach(self.sock, bpf.roce_receiver_filter())
-        netutil.drain(self.sock)
-        self.tx = netutil.packet_socket(config.iface)
+        self.ifaces = [i.strip() for i in config.iface.split(",") if i.strip()]
+        # Per interface: a filtered receive socket and a send socket for its CNPs and ACKs.
+        self.ports: list[tuple[socket.socket, socket.socket]] = []
+        self._sinks: list[socket.socket] = []
+        try:
+            for iface in self.ifaces:
+                rx = netutil.packet_socket(iface, netutil.ETH_P_ALL, rcvbuf=8 << 20)
+                try:
+                    tx = netutil.packet_socket(iface)
+                except BaseException:
+                    rx.close()
+                    raise
+                self.ports.append((rx, tx))
+                bpf.attach(rx, bpf.roce_receiver_filter())
+                netutil.drain(rx)
+        except BaseException:
+            self.close()
+            raise
+        self._tx = self.ports[0][1]  # where replies go: the port the data came in on
         self._sinks = netutil.kernel_sinks(TAG_IP_PROTO)
         self.flows: dict[tuple[bytes, int], _Flow] = {}
         self._head_crcs: dict[bytes, int] = {}
@@ -130,8 +147,9 @@ class Receiver:
         self._stop = True
 
     def close(self) -> None:
-        self.sock.close()
-        self.tx.close()
+        for rx, tx in self.ports:
+            rx.close()
+            tx.close()
         for s in self._sinks:
             s.close()
 
@@ -140,23 +158,27 @@ class Receiver:
         self.start = start = time.time()
         end = start + cfg.duration_s if cfg.duration_s else float("inf")
         next_progress = start + self.progress_s if self.progress_s > 0 else float("inf")
-        sock = self.sock
-        sock.setblocking(False)
+        for rx, _ in self.ports:
+            rx.setblocking(False)
+        rx_socks = [rx for rx, _ in self.ports]
         buf = bytearray(4096)
         view = memoryview(buf)
-        recv_into = sock.recv_into
         self._last_data = 0.0
         if ready:
             ready()
         while not self._stop:
-            n = 0
-            try:
-                for _ in range(256):
-                    n = recv_into(buf)
-                    self.frames += 1
-                    self._on_frame(view[:n], time.time())
-            except BlockingIOError:
-                n = 0
+            busy = False
+            for rx, tx in self.ports:
+                self._tx = tx
+                recv_into = rx.recv_into
+                try:
+                    for _ in range(256):
+                        n = recv_into(buf)
+                        self.frames += 1
+                        self._on_frame(view[:n], time.time())
+                    busy = True
+                except BlockingIOError:
+                    pass
             now = time.time()
             last_data = self._last_data
             for flow in self.flows.values():
@@ -171,8 +193,8 @@ class Receiver:
             if now >= next_progress and self.on_progress:
                 next_progress = now + self.progress_s
                 self.on_progress(self._result(time.time() - start, partial=True))
-            if not n:
-                select.select([sock], [], [], 0.005)
+            if not busy:
+                select.select(rx_socks, [], [], 0.005)
         now = time.time()
         for flow in self.flows.values():
             self._deliver(flow, flow.buffer.flush(), now)
@@ -300,7 +322,7 @@ class Receiver:
             template = FrameTemplate(build_frame(ep, opcode, becn=opcode == CNP), stamped=False)
             flow.replies[opcode] = template
         with contextlib.suppress(OSError):  # a full queue drops a reply, as a NIC would
-            self.tx.send(template.render(psn))
+            self._tx.send(template.render(psn))
 
     def _deliver(self, flow: _Flow, items: list, now: float) -> None:
         """Assemble messages from packets the reorder buffer released in order."""

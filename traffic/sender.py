@@ -170,7 +170,7 @@ class Sender:
         self._stop = False
         netutil.require_interface(config.iface)
         self.src_mac = config.src_mac or netutil.interface_mac(config.iface)
-        self.src_ip = config.src_ip or netutil.interface_ip(config.iface)
+        self.src_ip = config.src_ip or netutil.host_ip(config.iface)
         self.pause = PauseState(config.link_bps)
         ecn = ECN_ECT0 if config.ecn_capable else ECN_NOT_ECT
         self.qps: list[_QP] = []

@@ -12,7 +12,7 @@ from traffic_helpers import relay
 
 from traffic.agent import Agent
 from traffic.dcqcn import DcqcnParams
-from traffic.hosts import python_argv
+from traffic.hosts import NetnsHost, python_argv
 from traffic.receiver import ExpectedFlow, ReceiverConfig
 from traffic.results import SendResult
 from traffic.sender import QueuePairConfig, SenderConfig
@@ -206,3 +206,29 @@ def test_typed_configs_through_agents(pair_net):
         got = rx.result(60)
     assert sent.payload_bytes == got["bytes"] == 40_000
     assert got["qps"][0]["messages_complete"] == 2
+
+
+def test_dual_port_host_one_receiver_both_ports(pair_net):
+    """Like an HPN dual-port NIC: one address, two ports; a sender per port, one receiver."""
+    a, b = pair_net.hosts["a"], pair_net.hosts["b"]
+    p = pair_net.prefix
+    pair_net.link(a.netns, f"{p}a1", b.netns, f"{p}b1")
+    a1 = NetnsHost("a1", a.netns, a.ip, f"{p}a1")  # no address of its own: uses the host's
+    mac_b1 = b.run(["cat", f"/sys/class/net/{p}b1/address"]).stdout.strip()
+    a.run(["ip", "neigh", "replace", b.ip, "lladdr", mac_b1, "dev", a1.iface, "nud",
+           "permanent"])
+    b.run(["ip", "neigh", "replace", a.ip, "lladdr",
+           a.run(["cat", f"/sys/class/net/{p}a1/address"]).stdout.strip(), "dev", f"{p}b1",
+           "nud", "permanent"])
+    qp = {"dst_ip": b.ip, "rate_bps": 8e6, "message_bytes": 50_000, "messages": 2}
+    with Agent(b) as rx, Agent(a) as tx0, Agent(a1) as tx1:
+        rx.start_recv({"iface": f"{b.iface},{p}b1", "duration_s": 30,
+                       "expect": [{"src_ip": a.ip, "qpn": q, "bytes": 100_000} for q in (61, 62)]})
+        tx0.start_send({"iface": a.iface, "qps": [{**qp, "qpn": 61}]})
+        tx1.start_send({"iface": a1.iface, "qps": [{**qp, "qpn": 62}]})
+        sent = [tx0.result(60), tx1.result(60)]
+        got = rx.result(60)
+    assert sent[1]["src_ip"] == a.ip
+    assert {q["qpn"]: q["bytes"] for q in got["qps"]} == {61: 100_000, 62: 100_000}
+    # ACKs went back out of the port each QP's data came in on.
+    assert [s["qps"][0]["acks"] for s in sent] == [2, 2]
