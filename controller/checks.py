@@ -69,8 +69,9 @@ def pingall(spec: FabricSpec, popen: Popen, *, pairs: Sequence[tuple[str, str]] 
 
 # A tiny sender run inside a host namespace with the system Python: no project imports needed.
 _SENDER = """
-import socket, sys
+import socket, sys, time
 dst, dport, sport0, flows, count, ttl = sys.argv[1], *map(int, sys.argv[2:7])
+gap = float(sys.argv[7])
 for flow in range(flows):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -78,15 +79,17 @@ for flow in range(flows):
     s.bind(("0.0.0.0", sport0 + flow))
     for _ in range(count):
         s.sendto(b"x" * 64, (dst, dport))
+        time.sleep(gap)  # pacing, so a burst does not overflow the shaped host link
     s.close()
 """
 
 
 def send_udp(popen: Popen, src_nic: str, dst_ip: str, *, flows: int = 1, packets: int = 1,
-             ttl: int = 64, sport: int = 20000, dport: int = 9) -> None:
-    """`packets` datagrams on each of `flows` flows (source ports sport, sport+1, ...)."""
-    argv = [sys.executable, "-c", _SENDER, dst_ip,
-            str(dport), str(sport), str(flows), str(packets), str(ttl)]
+             ttl: int = 64, sport: int = 20000, dport: int = 9, gap_s: float = 0.0005) -> None:
+    """`packets` datagrams on each of `flows` flows (source ports sport, sport+1, ...), one
+    every `gap_s` seconds (the default suits the lab's 10 Mb/s links and 64-packet queues)."""
+    argv = [sys.executable, "-c", _SENDER, dst_ip, str(dport), str(sport), str(flows),
+            str(packets), str(ttl), str(gap_s)]
     proc = popen(src_nic, argv)
     out, err = proc.communicate(timeout=60)
     if proc.returncode != 0:
