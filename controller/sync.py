@@ -35,13 +35,15 @@ class SyncReport:
     deleted: int = 0
     unchanged: int = 0
     seconds: float = 0.0
+    pipeline_seconds: float = 0.0
 
     @property
     def writes(self) -> int:
         return self.inserted + self.modified + self.deleted
 
     def __str__(self) -> str:
-        pushed = "pipeline pushed, " if self.pipeline_pushed else ""
+        pushed = (f"pipeline pushed ({self.pipeline_seconds:.2f} s), "
+                  if self.pipeline_pushed else "")
         return (f"{self.switch}: {pushed}{self.inserted} inserted, {self.modified} modified, "
                 f"{self.deleted} deleted, {self.unchanged} unchanged ({self.seconds:.2f} s)")
 
@@ -81,6 +83,7 @@ def sync_switch(client: P4RuntimeClient, intent: Intent, routes: SwitchRoutes,
     try:
         if pipeline is not None:
             report.pipeline_pushed = ensure_pipeline(client, pipeline)
+            report.pipeline_seconds = time.monotonic() - started
         want = intent.state(routes)
         have = read_state(client, intent)
         for batch in plan_updates(want, have):
