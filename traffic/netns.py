@@ -45,6 +45,10 @@ class Testbed:
         _ip("netns", "add", ns)
         self.namespaces.append(ns)
         _ip("link", "set", "lo", "up", netns=ns)
+        # IPv4 only, as in the lab's fabrics: no IPv6 neighbour discovery or MLD chatter.
+        subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w",
+                        "net.ipv6.conf.all.disable_ipv6=1",
+                        "net.ipv6.conf.default.disable_ipv6=1"], capture_output=True, check=True)
         return ns
 
     def link(self, ns_a: str, if_a: str, ns_b: str, if_b: str, mtu: int = 1500) -> None:
