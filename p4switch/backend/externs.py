@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..frontend import ast as A
 from ..frontend.symbols import InstanceSym
-from ..frontend.types import BoolType, EnumType, ListType, StackType, StructType, TupleType, bit_width
+from ..frontend.types import BoolType, EnumType, ListType, StackType, StructType, TupleType, Varbit, bit_width
 from ..runtime.hashing import ALGORITHMS
 from .env import Env
 from .expr import Unsupported
@@ -17,9 +17,9 @@ def _merge_runs(items: list) -> list:
     """Join consecutive (value, width, guard) fields with the same guard into one value."""
     runs: list = []
     for v, w, g in items:
-        if runs and runs[-1][2] == g:
+        if runs and runs[-1][2] == g and isinstance(w, int) and isinstance(runs[-1][1], int):
             pv, pw, _ = runs[-1]
-            runs[-1] = (f"({pv} << {w}) | {v}", pw + w, g)
+            runs[-1] = (f"(({pv}) << {w}) | {v}", pw + w, g)
         else:
             runs.append((v, w, g))
     return runs
@@ -58,6 +58,11 @@ class ExternGen:
                 e.expr.type.kind == "header" and guard is None:
             guard = f"{self.ex(e.expr, env)}._valid"
         v = self.ex(e, env)
+        if isinstance(t, Varbit):  # (value, width) at run time
+            tmp = self.em.fresh("vb")
+            self.em.line(f"{tmp} = {v}")
+            out.append((f"{tmp}[0]", f"{tmp}[1]", guard))
+            return
         w = bit_width(t)
         if isinstance(t, BoolType):
             v = f"int({v})"
@@ -87,7 +92,8 @@ class ExternGen:
         items: list = []
         self._flatten(data, env, items)
         guards = {g for _, _, g in items}
-        if items and len(guards) == 1:
+        static = all(isinstance(w, int) for _, w, _ in items)
+        if items and len(guards) == 1 and static:
             total = sum(w for _, w, _ in items)
             pad = -total % 8
             shift = total + pad
@@ -296,8 +302,9 @@ class ExternGen:
 
     def _m_packet_in_extract(self, c, obj, env):
         args = self._args(c)
-        if len(args) != 1:
-            raise Unsupported(c.pos, "extract of a variable-size header")
+        if len(args) == 2:
+            self.parser_extract(args[0], env, args[1])
+            return
         if args[0] is None:  # extract into `_`: parse and discard
             t = c.type_env.get("T")
             tmp = A.Name(c.pos, "_")

@@ -106,12 +106,24 @@ class ParserGen:
         return f"{k} == {int(v) if isinstance(v, bool) else v}"
 
     # ---- packet_in methods -----------------------------------------------------------------
-    def parser_extract(self, target: A.Expr, env: Env) -> None:
+    def parser_extract(self, target: A.Expr, env: Env, vbits: A.Expr | None = None) -> None:
         em = self.em
         t = target.type
         if not isinstance(t, StructType) or t.kind != "header":
             raise Unsupported(target.pos, f"extract into {t}")
-        nbytes = t.width // 8
+        if (vbits is None) != (t.varbit is None):
+            raise Unsupported(target.pos, "extract of a header with a varbit field needs its "
+                                          "size, and only such headers take one")
+        if vbits is not None:
+            nbytes = em.fresh("nbytes")
+            nbits = em.fresh("vbits")
+            em.line(f"{nbits} = {self.ex(vbits, env)}")
+            em.line(f"if {nbits} % 8:")
+            with em.indent():
+                em.line(f"raise _ParserError({self.error_code('ParserInvalidArgument')})")
+            em.line(f"{nbytes} = {t.fixed_width // 8} + ({nbits} >> 3)")
+        else:
+            nbytes = t.width // 8
         too_short = self.error_code("PacketTooShort")
         nxt = _next_member(target)
         if nxt is not None:  # extract into stack.next (or a union member of it)
@@ -126,7 +138,13 @@ class ParserGen:
         em.line(f"if _off + {nbytes} > _n:")
         with em.indent():
             em.line(f"raise _ParserError({too_short})")
-        em.line(f"{h}._extract(_data, _off)")
+        if vbits is not None:
+            em.line(f"if {nbytes} > {(t.fixed_width + t.field_type(t.varbit).max_width) // 8}:")
+            with em.indent():
+                em.line(f"raise _ParserError({self.error_code('HeaderTooShort')})")
+            em.line(f"{h}._extract(_data, _off, {nbits})")
+        else:
+            em.line(f"{h}._extract(_data, _off)")
         em.line(f"_off += {nbytes}")
         self.invalidate_union_siblings(target, env)
         if nxt is not None:
@@ -163,16 +181,12 @@ class ParserGen:
 
     def parser_advance(self, amount: A.Expr, env: Env) -> None:
         em = self.em
-        if amount.const is not None:
-            if amount.const % 8:
-                raise Unsupported(amount.pos, "advance by a number of bits that is not a "
-                                              "multiple of 8")
-            nbytes = str(amount.const // 8)
-        else:
-            v = em.fresh("adv")
-            em.line(f"{v} = {self.ex(amount, env)}")
-            em.line(f"if {v} % 8: raise _Unsupported('advance by a non-multiple of 8 bits')")
-            nbytes = f"({v} >> 3)"
+        v = em.fresh("adv")
+        em.line(f"{v} = {self.ex(amount, env)}")
+        em.line(f"if {v} % 8:")  # BMv2 advances by whole bytes only
+        with em.indent():
+            em.line(f"raise _ParserError({self.error_code('ParserInvalidArgument')})")
+        nbytes = f"({v} >> 3)"
         em.line(f"if _off + {nbytes} > _n:")
         with em.indent():
             em.line(f"raise _ParserError({self.error_code('PacketTooShort')})")

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from ..frontend.types import Bits, BoolType, EnumType, ErrorType, P4Type, StackType, StructType, TupleType, bit_width
+from ..frontend.types import (
+    Bits,
+    BoolType,
+    EnumType,
+    ErrorType,
+    P4Type,
+    StackType,
+    StructType,
+    TupleType,
+    Varbit,
+    bit_width,
+)
 from .emitter import Emitter, py_ident
 
 
@@ -18,6 +29,8 @@ def zero_value(t: P4Type) -> str:
         return f"HeaderStack([{class_name(t.elem)}() for _ in range({t.size})])"
     if isinstance(t, BoolType):
         return "False"
+    if isinstance(t, Varbit):
+        return "(0, 0)"
     if isinstance(t, TupleType):
         return "(" + "".join(zero_value(e) + ", " for e in t.elems) + ")"
     return "0"
@@ -103,7 +116,9 @@ def _gen_class(em: Emitter, t: StructType) -> None:
             em.line("return c")
         if t.kind == "header_union":
             _gen_union_validity(em, names)
-        if header:
+        if header and t.varbit is not None:
+            _gen_varbit_header_io(em, t, names)
+        elif header:
             _gen_header_io(em, t, names)
         else:
             em.line("def _emit(self, out):")
@@ -130,6 +145,78 @@ def _gen_union_validity(em: Emitter, names: list[str]) -> None:
     em.line("def _zero(self):")
     with em.indent():
         em.line("self._valid = False")
+
+
+def _field_in(ft, raw: str) -> str:
+    """A field's value from its raw bits."""
+    if isinstance(ft, BoolType):
+        return f"bool({raw})"
+    if isinstance(ft, Bits) and ft.signed:
+        return f"_signed({raw}, {ft.width})"
+    return raw
+
+
+def _field_out(ft, val: str) -> str:
+    """A field's raw bits from its value."""
+    if isinstance(ft, Bits) and ft.signed:
+        return f"({val} & {hex(ft.mask)})"
+    if isinstance(ft, BoolType):
+        return f"int({val})"
+    return val
+
+
+def _gen_varbit_header_io(em: Emitter, t: StructType, names: list[str]) -> None:
+    """A header with a varbit field: its size is known once the varbit's width is."""
+    fixed = t.fixed_width
+    vb_index = [n for n, _ in t.fields].index(t.varbit)
+    post = sum(bit_width(ft) for _, ft in t.fields[vb_index + 1:])
+    em.line("def _extract(self, data, off, vbits):")
+    with em.indent():
+        em.line(f"total = {fixed} + vbits")
+        em.line("v = int.from_bytes(data[off:off + (total >> 3)], 'big')")
+        consumed = 0
+        for i, (n, (_, ft)) in enumerate(zip(names, t.fields, strict=False)):
+            if i < vb_index:
+                w = bit_width(ft)
+                consumed += w
+                raw = f"((v >> (total - {consumed})) & {hex((1 << w) - 1)})"
+                em.line(f"self.{n} = {_field_in(ft, raw)}")
+            elif i == vb_index:
+                em.line(f"self.{n} = ((v >> {post}) & ((1 << vbits) - 1), vbits)")
+        shift = post
+        for n, (_, ft) in list(zip(names, t.fields, strict=False))[vb_index + 1:]:
+            w = bit_width(ft)
+            shift -= w
+            raw = f"((v >> {shift}) & {hex((1 << w) - 1)})"
+            em.line(f"self.{n} = {_field_in(ft, raw)}")
+        em.line("self._valid = True")
+    em.line("def _bits(self):")
+    with em.indent():
+        vb = names[vb_index]
+        em.line(f"vb, vn = self.{vb}")
+        em.line(f"total = {fixed} + vn")
+        parts = []
+        consumed = 0
+        for i, (n, (_, ft)) in enumerate(zip(names, t.fields, strict=False)):
+            if i < vb_index:
+                consumed += bit_width(ft)
+                parts.append(f"({_field_out(ft, 'self.' + n)} << (total - {consumed}))")
+            elif i == vb_index:
+                parts.append(f"(vb << {post})")
+        shift = post
+        for n, (_, ft) in list(zip(names, t.fields, strict=False))[vb_index + 1:]:
+            shift -= bit_width(ft)
+            parts.append(f"({_field_out(ft, 'self.' + n)} << {shift})")
+        em.line(f"return {' | '.join(parts)}, total")
+    em.line("def _emit(self, out):")
+    with em.indent():
+        em.line("if self._valid:")
+        with em.indent():
+            em.line("bits, total = self._bits()")
+            em.line("out += bits.to_bytes(total >> 3, 'big')")
+    em.line("def _zero(self):")
+    with em.indent():
+        em.line("self.__dict__.clear()")
 
 
 def _gen_header_io(em: Emitter, t: StructType, names: list[str]) -> None:

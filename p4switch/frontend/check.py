@@ -31,6 +31,7 @@ from .types import (
     StructType,
     TupleType,
     TypeVar,
+    Varbit,
     VoidType,
 )
 
@@ -81,8 +82,10 @@ class Checker(ExprChecker, CallChecker, StmtChecker):
             if k == "int":
                 return INT
             if k == "varbit":
-                self.err(tref.pos, "unsupported: varbit")
-                return UNKNOWN
+                if not isinstance(tref.width, int) or tref.width <= 0:
+                    self.err(tref.pos, "varbit needs a positive maximum width")
+                    return UNKNOWN
+                return Varbit(tref.width)
             width = tref.width
             if isinstance(width, A.Expr):
                 self.expr(width, self.scope)
@@ -171,8 +174,8 @@ class Checker(ExprChecker, CallChecker, StmtChecker):
             ft = self.resolve_type(f.tref)
             if d.kind == "header_union" and not (isinstance(ft, StructType) and ft.is_header):
                 self.err(f.pos, f"header_union member {f.name} must be a header")
-            if d.kind == "header" and not isinstance(ft, (Bits, BoolType, Unknown)) and not (
-                    isinstance(ft, EnumType) and ft.width is not None):
+            if d.kind == "header" and not isinstance(ft, (Bits, BoolType, Varbit, Unknown)) \
+                    and not (isinstance(ft, EnumType) and ft.width is not None):
                 self.err(f.pos, f"header field {f.name}: unsupported type {ft}")
             if isinstance(ft, Bits) and ft.width == 0:
                 self.err(f.pos, "unsupported: zero-width fields")
@@ -180,9 +183,14 @@ class Checker(ExprChecker, CallChecker, StmtChecker):
                 self.err(f.pos, f"duplicate field {f.name}")
             t.fields.append((f.name, ft))
             t.field_annotations[f.name] = f.annotations
-        if d.kind == "header" and not any(isinstance(ft, Unknown) for _, ft in t.fields) \
-                and t.width % 8:
-            self.err(d.pos, f"header {d.name} is {t.width} bits, not a whole number of bytes")
+        if d.kind != "header":
+            if any(isinstance(ft, Varbit) for _, ft in t.fields):
+                self.err(d.pos, f"unsupported: varbit outside a header ({d.name})")
+        elif sum(isinstance(ft, Varbit) for _, ft in t.fields) > 1:
+            self.err(d.pos, f"unsupported: more than one varbit field in header {d.name}")
+        elif not any(isinstance(ft, Unknown) for _, ft in t.fields) and t.fixed_width % 8:
+            self.err(d.pos, f"header {d.name} is {t.fixed_width} bits, "
+                            "not a whole number of bytes")
         self.info.structs.append(t)
 
     def _d_EnumDecl(self, d: A.EnumDecl) -> None:

@@ -25,6 +25,16 @@ class Bits(P4Type):
 
 
 @dataclass(frozen=True)
+class Varbit(P4Type):
+    """varbit<N>: held at run time as (value, current width in bits)."""
+
+    max_width: int
+
+    def __str__(self) -> str:
+        return f"varbit<{self.max_width}>"
+
+
+@dataclass(frozen=True)
 class BoolType(P4Type):
     def __str__(self) -> str:
         return "bool"
@@ -100,6 +110,15 @@ class StructType(P4Type):
     @property
     def width(self) -> int:
         return sum(bit_width(t) for _, t in self.fields)
+
+    @property
+    def varbit(self) -> str | None:
+        """The name of the header's varbit field, if it has one."""
+        return next((n for n, t in self.fields if isinstance(t, Varbit)), None)
+
+    @property
+    def fixed_width(self) -> int:
+        return sum(bit_width(t) for _, t in self.fields if not isinstance(t, Varbit))
 
 
 @dataclass(eq=False)
@@ -201,6 +220,8 @@ class MethodType(P4Type):
 def bit_width(t: P4Type) -> int:
     if isinstance(t, Bits):
         return t.width
+    if isinstance(t, Varbit):
+        raise TypeError(f"{t} has no fixed bit width")
     if isinstance(t, BoolType):
         return 1
     if isinstance(t, EnumType) and t.width is not None:

@@ -49,6 +49,11 @@ def test_fields_of_invalid_headers_are_skipped(switch):
     assert run(switch, 8, opt=0x42) == zlib.crc32(b"\x42" + DIGITS)
 
 
+def test_runs_of_fields_from_several_headers(switch):
+    assert run(switch, 10, nibbles=0x5A) == zlib.crc32(b"\x5a\x0a")
+    assert run(switch, 10, opt=0x42, nibbles=0x5A) == zlib.crc32(b"\x42\x5a\x8a\x42")
+
+
 def test_result_is_truncated_to_the_output_width(switch):
     assert run(switch, 9) == 0xCBF43926 & 0xFF
 

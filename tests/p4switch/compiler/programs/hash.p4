@@ -74,6 +74,11 @@ control HashIngress(inout headers_t hdr, inout meta_t meta, inout standard_metad
             /* the optional header's field counts only when the header is valid */
             hash(hdr.result.h, HashAlgorithm.crc32, 64w0, { hdr.opt.value, hdr.data.digits },
                  64w0x10000000000);
+        } else if (mode == 10) {
+            /* runs of fields of one header are packed together */
+            hash(hdr.result.h, HashAlgorithm.crc32, 64w0,
+                 { hdr.opt.value, hdr.data.hi, hdr.data.lo, hdr.data.mode, hdr.opt.value },
+                 64w0x10000000000);
         } else if (mode == 9) {
             /* an output narrower than the result keeps the low bits */
             bit<8> narrow;
