@@ -13,8 +13,8 @@ HPN NIC. The receiver binds UDP 4791 on every port of its NIC.
 Both speak JSON lines on stdout: `{"event": "ready"}` when sockets are open; the receiver then
 `{"event": "bins", ...}` every `--report` seconds with the bins completed since the last report
 (live views draw them), and on SIGTERM a final `{"event": "result", "flows": [...]}` per flow:
-packets, bytes, lost PSNs, and every silence longer than `--gap` between two arrivals
-(last arrival before, first after, PSNs skipped across it).
+packets, bytes, lost PSNs, and every silence between two arrivals that is longer than `--gap`
+or skipped PSNs (last arrival before, first after, PSNs skipped across it).
 """
 
 from __future__ import annotations
@@ -67,8 +67,9 @@ class FlowRecord:
 
     def arrive(self, now: float, psn: int, size: int, t0: float, bin_s: float,
                gap_s: float) -> None:
-        if self.packets and now - self.last_t > gap_s:
-            self.gaps.append((self.last_t, now, max(0, psn - self.next_psn)))
+        skipped = max(0, psn - self.next_psn)
+        if self.packets and (now - self.last_t > gap_s or skipped):
+            self.gaps.append((self.last_t, now, skipped))
         if not self.packets:
             self.first_t = now
         if psn >= self.next_psn:
