@@ -12,6 +12,7 @@
 #include "port_io.p4"
 #include "ecn.p4"
 #include "pfc.p4"
+#include "telemetry.p4"
 #ifdef LB_MODE_DLB
 #include "dlb.p4"
 #endif
@@ -26,6 +27,7 @@ control FabricIngress(inout headers_t hdr,
     PacketOutHandler() packet_out_handler;
     IngressPortCounters() port_counters;
     PfcReception() pfc_reception;
+    TrafficClass() traffic_class;
     FlowKey() flow_key;
 #ifdef LB_MODE_DLB
     FlowIndex() flow_index;
@@ -42,6 +44,7 @@ control FabricIngress(inout headers_t hdr,
         packet_out_handler.apply(hdr, standard_metadata);
         port_counters.apply(standard_metadata);
         pfc_reception.apply(hdr, standard_metadata);
+        traffic_class.apply(hdr, standard_metadata);
         if (hdr.ipv4.isValid()) {
             flow_key.apply(hdr, meta);
 #ifdef LB_MODE_DLB
@@ -64,11 +67,13 @@ control FabricEgress(inout headers_t hdr,
     EcnMarking() ecn;
     PfcGeneration() pfc;
     EgressPortIo() port_io;
+    QueueTelemetry() telemetry;
 
     apply {
         pfc.apply(hdr, meta, standard_metadata);
         ecn.apply(hdr, standard_metadata);
         port_io.apply(hdr, standard_metadata);
+        telemetry.apply(standard_metadata);
     }
 }
 

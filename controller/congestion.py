@@ -1,0 +1,273 @@
+"""ECN marking and PFC run-time knobs, programmed over P4Runtime (both targets).
+
+    knobs = CongestionConfig(ecn=EcnProfile(kmin=5, kmax=20, pmax=0.2),
+                             pfc=PfcConfig(xoff=16, xon=8, quanta=400, refresh_us=10_000))
+    apply_congestion(ctl, knobs)            # every switch of a FabricController
+    apply_congestion(ctl, CongestionConfig())  # both off again
+
+What it writes on each switch (`p4src/include/ecn.p4`, `pfc.p4`):
+- `ecn_profile`: RED over enq_qdepth as range entries, one per depth between kmin and kmax (mark
+  probability pmax * (depth - kmin) / (kmax - kmin)) and one from kmax up (every packet);
+  kmin = kmax is a single marking threshold.
+- `dscp_priority`: DSCP -> priority (the PFC class and, with --priority-queues, the egress queue);
+  RoCE data (DSCP 26) on 3 and CNPs (DSCP 48) on 6 by default, as in RoCE deployments.
+- `pfc_config`: XOFF/XON (packets), pause quanta and refresh period per egress port, and the clone
+  sessions PFC_SESSION_BASE + p -> p that carry the pause frames to port p.
+- `pfc_rx_mode`: punt received PFC frames to the controller (BMv2's pause agent) or drop them.
+
+Every call replaces what the tables held before, so the knobs can be turned while traffic runs.
+Depths are packets: BMv2 and p4switch count queues in packets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from p4.v1 import p4runtime_pb2
+
+from controller.schema import Schema, encode
+
+Update = p4runtime_pb2.Update
+Entity = p4runtime_pb2.Entity
+
+PFC_SESSION_BASE = 1000
+MAX_DEPTH = (1 << 19) - 1  # enq_qdepth is 19 bits
+ALWAYS = 0xFFFF  # a threshold above every draw (draws are 0..65534)
+DEFAULT_DSCP_PRIORITY = {26: 3, 48: 6}
+ECN_TABLE_SIZE = 256
+
+TABLES = {
+    "ecn": "FabricEgress.ecn.ecn_profile",
+    "pfc": "FabricEgress.pfc.pfc_config",
+    "class": "FabricIngress.traffic_class.dscp_priority",
+    "rx": "FabricIngress.pfc_reception.pfc_rx_mode",
+}
+ACTIONS = {
+    "ecn": "FabricEgress.ecn.set_mark_threshold",
+    "pfc": "FabricEgress.pfc.enable_pfc",
+    "class": "FabricIngress.traffic_class.set_priority",
+    "punt": "FabricIngress.pfc_reception.punt_pfc_frames",
+    "noop": "NoAction",
+}
+
+
+class CongestionConfigError(ValueError):
+    """Bad ECN/PFC parameters; the message lists every problem."""
+
+
+@dataclass(frozen=True)
+class EcnProfile:
+    """RED-style marking on the egress queue depth in packets."""
+
+    kmin: int
+    kmax: int
+    pmax: float = 0.2
+
+    def problems(self) -> list[str]:
+        out = []
+        if self.kmin < 0:
+            out.append(f"ECN kmin must be >= 0 packets, got {self.kmin}")
+        if self.kmax < self.kmin:
+            out.append(f"ECN kmax ({self.kmax}) must be >= kmin ({self.kmin})")
+        if self.kmax - self.kmin >= ECN_TABLE_SIZE:
+            out.append(f"ECN kmax - kmin must be < {ECN_TABLE_SIZE} packets (one table entry "
+                       f"per depth), got {self.kmax - self.kmin}")
+        if not 0.0 <= self.pmax <= 1.0:
+            out.append(f"ECN pmax must be in [0, 1], got {self.pmax}")
+        return out
+
+    def probability(self, depth: int) -> float:
+        """The marking probability of an ECN-capable packet enqueued at `depth`."""
+        if depth >= self.kmax:
+            return 1.0
+        if depth <= self.kmin:
+            return 0.0
+        return self.pmax * (depth - self.kmin) / (self.kmax - self.kmin)
+
+    def ranges(self) -> list[tuple[int, int, int]]:
+        """(low, high, threshold) range entries; a packet is marked if a draw in 0..65534 is
+        below the threshold."""
+        out = []
+        for depth in range(self.kmin + 1, self.kmax):
+            threshold = round(self.probability(depth) * 65535)
+            if threshold:
+                out.append((depth, depth, min(threshold, ALWAYS)))
+        out.append((self.kmax, MAX_DEPTH, ALWAYS))
+        return out
+
+
+@dataclass(frozen=True)
+class PfcConfig:
+    """PFC generation on egress queues: thresholds in packets, pause in quanta (512 bit times
+    at the link rate the receiver assumes), refresh period in µs while over XOFF."""
+
+    xoff: int
+    xon: int
+    quanta: int = 0xFFFF
+    refresh_us: int = 10_000
+
+    def problems(self) -> list[str]:
+        out = []
+        if self.xoff <= 0:
+            out.append(f"PFC xoff must be > 0 packets, got {self.xoff}")
+        if not 0 <= self.xon < self.xoff:
+            out.append(f"PFC xon must be in [0, xoff) = [0, {self.xoff}), got {self.xon}")
+        if not 0 < self.quanta <= 0xFFFF:
+            out.append(f"PFC quanta must be 1..65535, got {self.quanta}")
+        if self.refresh_us <= 0:
+            out.append(f"PFC refresh must be > 0 µs, got {self.refresh_us}")
+        return out
+
+    def pause_s(self, link_bps: float) -> float:
+        return self.quanta * 512 / link_bps
+
+
+@dataclass(frozen=True)
+class CongestionConfig:
+    ecn: EcnProfile | None = None  # None: no marking
+    pfc: PfcConfig | None = None  # None: no pause frames generated
+    pfc_ports: tuple[int, ...] | None = None  # egress ports with PFC; None: every port
+    dscp_priority: Mapping[int, int] = field(default_factory=lambda: dict(DEFAULT_DSCP_PRIORITY))
+    punt_pfc: bool = False  # hand received PFC frames to the controller (BMv2 pause agent)
+
+    def problems(self) -> list[str]:
+        out = (self.ecn.problems() if self.ecn else []) + (self.pfc.problems() if self.pfc else [])
+        for dscp, prio in self.dscp_priority.items():
+            if not 0 <= dscp < 64:
+                out.append(f"DSCP must be 0..63, got {dscp}")
+            if not 0 <= prio < 8:
+                out.append(f"priority of DSCP {dscp} must be 0..7, got {prio}")
+        return out
+
+    def check(self) -> CongestionConfig:
+        problems = self.problems()
+        if problems:
+            raise CongestionConfigError("; ".join(problems))
+        return self
+
+
+# ---- P4Runtime entities ----------------------------------------------------------------------
+def _entry(schema: Schema, table: str, matches: Sequence[tuple[str, str, tuple[int, ...]]],
+           action: str, params: Mapping[str, int], priority: int = 0) -> Entity:
+    entity = Entity()
+    entry = entity.table_entry
+    entry.table_id = schema.table(table).preamble.id
+    entry.priority = priority
+    for name, kind, values in matches:
+        mf = schema.match_field(table, name)
+        fm = entry.match.add(field_id=mf.id)
+        if kind == "exact":
+            fm.exact.value = encode(values[0], mf.bitwidth, name)
+        else:
+            fm.range.low = encode(values[0], mf.bitwidth, name)
+            fm.range.high = encode(values[1], mf.bitwidth, name)
+    _action(schema, entry.action.action, action, params)
+    return entity
+
+
+def _action(schema: Schema, msg: p4runtime_pb2.Action, action: str,
+            params: Mapping[str, int]) -> None:
+    msg.action_id = schema.action(action).preamble.id
+    for name, value in params.items():
+        p = schema.param(action, name)
+        msg.params.add(param_id=p.id, value=encode(value, p.bitwidth, name))
+
+
+def _default(schema: Schema, table: str, action: str) -> Entity:
+    entity = Entity()
+    entity.table_entry.table_id = schema.table(table).preamble.id
+    entity.table_entry.is_default_action = True
+    _action(schema, entity.table_entry.action.action, action, {})
+    return entity
+
+
+def _clone_session(port: int) -> Entity:
+    entity = Entity()
+    session = entity.packet_replication_engine_entry.clone_session_entry
+    session.session_id = PFC_SESSION_BASE + port
+    session.replicas.add(egress_port=port, instance=1)
+    return entity
+
+
+def table_entities(schema: Schema, ports: Iterable[int], config: CongestionConfig) -> list[Entity]:
+    """The entries `config` puts into the congestion tables of a switch with `ports`."""
+    config.check()
+    out = []
+    if config.ecn is not None:
+        out += [_entry(schema, TABLES["ecn"], [("standard_metadata.enq_qdepth", "range", (lo, hi))],
+                       ACTIONS["ecn"], {"threshold": threshold}, priority=1)
+                for lo, hi, threshold in config.ecn.ranges()]
+    out += [_entry(schema, TABLES["class"], [("hdr.ipv4.dscp", "exact", (dscp,))],
+                   ACTIONS["class"], {"prio": prio})
+            for dscp, prio in sorted(config.dscp_priority.items())]
+    if config.pfc is not None:
+        pfc = config.pfc
+        enabled = sorted(ports) if config.pfc_ports is None else sorted(config.pfc_ports)
+        out += [_entry(schema, TABLES["pfc"], [("standard_metadata.egress_port", "exact", (p,))],
+                       ACTIONS["pfc"], {"xoff_packets": pfc.xoff, "xon_packets": pfc.xon,
+                                        "quanta": pfc.quanta, "refresh": pfc.refresh_us})
+                for p in enabled]
+    return out
+
+
+class _Client(Protocol):
+    def read(self, entities: Iterable[Entity]) -> list[Entity]: ...
+    def write(self, updates: Sequence[Update]) -> None: ...
+
+
+def _updates(kind: int, entities: Iterable[Entity]) -> list[Update]:
+    out = []
+    for entity in entities:
+        update = Update(type=kind)
+        update.entity.CopyFrom(entity)
+        out.append(update)
+    return out
+
+
+def configure_switch(client: _Client, schema: Schema, ports: Iterable[int],
+                     config: CongestionConfig) -> int:
+    """Replace one switch's congestion entries with `config`'s; returns the entries written."""
+    ports = sorted(ports)
+    wanted = table_entities(schema, ports, config)
+    wildcard = []
+    for key in ("ecn", "class", "pfc"):
+        entity = Entity()
+        entity.table_entry.table_id = schema.table(TABLES[key]).preamble.id
+        wildcard.append(entity)
+    existing = [e for e in client.read(wildcard) if not e.table_entry.is_default_action]
+    client.write(_updates(Update.DELETE, existing))
+    client.write(_updates(Update.INSERT, wanted))
+    rx_action = ACTIONS["punt"] if config.punt_pfc else ACTIONS["noop"]
+    client.write(_updates(Update.MODIFY, [_default(schema, TABLES["rx"], rx_action)]))
+    sessions = Entity()
+    sessions.packet_replication_engine_entry.clone_session_entry.SetInParent()
+    have = {e.packet_replication_engine_entry.clone_session_entry.session_id
+            for e in client.read([sessions])}
+    inserts = [_clone_session(p) for p in ports if PFC_SESSION_BASE + p not in have]
+    client.write(_updates(Update.INSERT, inserts))
+    return len(wanted)
+
+
+class _Fabric(Protocol):  # controller.fabric.FabricController
+    spec: object
+    schema: Schema
+    clients: Mapping[str, _Client]
+
+
+def apply_congestion(ctl: _Fabric, config: CongestionConfig,
+                     switches: Iterable[str] | None = None) -> dict[str, int]:
+    """Apply `config` to every connected switch (or the named ones); entries written per switch.
+    Errors from all switches are collected and raised together."""
+    config.check()
+    written, errors = {}, []
+    for name in switches if switches is not None else list(ctl.clients):
+        try:
+            ports = ctl.spec.ports(name)  # type: ignore[attr-defined]
+            written[name] = configure_switch(ctl.clients[name], ctl.schema, ports, config)
+        except Exception as err:  # reported below, together with the other switches
+            errors.append(f"switch {name}: {err}")
+    if errors:
+        raise RuntimeError("congestion settings failed on " + "\n".join(errors))
+    return written
