@@ -70,6 +70,30 @@ def probe_frame(src_mac: str, dst_mac: str, seq: int) -> bytes:
             + bytes(26))
 
 
+class Hysteresis:
+    """Turns per-round bad/good marks into isolate/give-back decisions per link."""
+
+    def __init__(self, bad_rounds: int = 2, good_rounds: int = 3):
+        if bad_rounds < 1 or good_rounds < 1:
+            raise ValueError("bad_rounds and good_rounds must be >= 1")
+        self.bad_rounds, self.good_rounds = bad_rounds, good_rounds
+        self.streak: dict[str, int] = {}  # + bad rounds in a row, - good rounds in a row
+        self.isolated: set[str] = set()
+
+    def judge(self, link: str, bad: bool) -> bool | None:
+        """True: isolate `link` now; False: give it back now; None: no change."""
+        streak = self.streak.get(link, 0)
+        streak = (streak + 1 if streak > 0 else 1) if bad else (streak - 1 if streak < 0 else -1)
+        self.streak[link] = streak
+        if link not in self.isolated and streak >= self.bad_rounds:
+            self.isolated.add(link)
+            return True
+        if link in self.isolated and -streak >= self.good_rounds:
+            self.isolated.discard(link)
+            return False
+        return None
+
+
 class LinkProber:
     """Periodic loss probes over every switch-to-switch link of a controlled fabric."""
 
@@ -80,7 +104,6 @@ class LinkProber:
         self.spec = ctl.spec
         self.period, self.probes = period, probes
         self.threshold, self.min_lost = threshold, min_lost
-        self.bad_rounds, self.good_rounds = bad_rounds, good_rounds
         self.on_verdict = on_verdict
         self.links = [ln for ln in self.spec.links
                       if self.spec.is_switch(ln.a.node) and self.spec.is_switch(ln.b.node)]
@@ -88,8 +111,7 @@ class LinkProber:
         self._ports = {sw: sorted(ln.end(sw).port for ln in self.links if sw in (ln.a.node, ln.b.node))
                        for sw in self.switches}
         self.rounds: list[ProbeRound] = []
-        self.isolated: set[str] = set()
-        self._streak: dict[str, int] = {}  # + bad rounds in a row, - good rounds in a row
+        self.verdicts = Hysteresis(bad_rounds, good_rounds)
         self._seq = 0
         self._last: tuple[dict, set[str]] | None = None  # previous counters, links up then
         self._stop = threading.Event()
@@ -107,6 +129,11 @@ class LinkProber:
                     if meta.name == "egress_port":
                         return meta.id, meta.bitwidth
         raise ValueError("the program has no packet_out controller header with an egress_port")
+
+    @property
+    def isolated(self) -> set[str]:
+        """Links isolated by the probes now."""
+        return self.verdicts.isolated
 
     # ---- one round -----------------------------------------------------------------------
     def _counters(self, switch: str) -> tuple[Counters, Counters]:
@@ -173,25 +200,16 @@ class LinkProber:
 
     def _verdicts(self, bad: list[str], measured: set[str]) -> None:
         by_name = {f"{ln.a.node}~{ln.b.node}": ln for ln in self.links}
-        for name, link in by_name.items():
-            if name not in measured:
+        for name in sorted(measured):
+            change = self.verdicts.judge(name, name in bad)
+            if change is None:
                 continue
-            streak = self._streak.get(name, 0)
-            if name in bad:
-                streak = streak + 1 if streak > 0 else 1
-            else:
-                streak = streak - 1 if streak < 0 else -1
-            self._streak[name] = streak
-            if name not in self.isolated and streak >= self.bad_rounds:
-                self.isolated.add(name)
+            if change:
                 log.warning("probes: %s drops packets: isolating it", name)
-                if self.on_verdict:
-                    self.on_verdict(link, True)
-            elif name in self.isolated and -streak >= self.good_rounds:
-                self.isolated.discard(name)
+            else:
                 log.info("probes: %s is clean again: giving it back", name)
-                if self.on_verdict:
-                    self.on_verdict(link, False)
+            if self.on_verdict:
+                self.on_verdict(by_name[name], change)
 
     # ---- periodic ------------------------------------------------------------------------
     def _run(self) -> None:

@@ -108,6 +108,10 @@ def run_trial(lab: FailoverLab, kind: str, trial: int, params: dict, *,
         hold(params["fail_s"], "failed")
         lab.restore(failure)
         hold(params["after_s"], "restored")
+    silent = [f.name for f in flows if f.name not in run.results]
+    if silent:
+        raise RuntimeError(f"no packet of {', '.join(silent)} arrived: the fabric does not "
+                           f"forward (see the switch logs in the result directory)")
     bins = run.snapshot()
     horizon = params["fail_s"]
     outcomes = [outcome(f.name, run.results.get(f.name, {}), bins.get(f.name, {}), run.bin_s,
