@@ -48,7 +48,7 @@ class _Packet:
         self.truncate = truncate  # bytes to keep, from truncate() in ingress
 
 
-@dataclass
+@dataclass(slots=True)
 class Queued:
     egress_port: int
     priority: int

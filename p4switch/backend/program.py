@@ -13,6 +13,7 @@ from ..frontend.check import ProgramInfo
 from ..frontend.diagnostics import Reporter
 from ..frontend.symbols import InstanceSym
 from ..frontend.types import BlockType, ExternType, StructType, bit_width
+from .calls import CallGen
 from .emitter import Emitter
 from .env import Env, Frame, Instance
 from .expr import ExprGen, Unsupported, literal
@@ -36,7 +37,7 @@ _COUNTER_UNITS = ("packets", "bytes", "packets_and_bytes")
 _METER_UNITS = ("packets", "bytes")
 
 
-class CodeGen(ExprGen, StmtGen, TableGen, ExternGen, ParserGen):
+class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
     def __init__(self, info: ProgramInfo, program: str, reporter: Reporter):
         self.info = info
         self.reporter = reporter

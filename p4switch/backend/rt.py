@@ -79,7 +79,7 @@ class HeaderStack:
         self.next_index = max(self.next_index - count, 0)
 
 
-@dataclass
+@dataclass(slots=True)
 class PacketContext:
     """Per-packet state the externs and the engine share."""
 

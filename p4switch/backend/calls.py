@@ -1,0 +1,247 @@
+"""Calls and inlining (a mixin of the code generator).
+
+Actions and sub-controls are inlined at their call sites (p4c does the same), so every
+variable of a pipeline stage is a Python local. An inlined body that contains `return` runs
+inside `while True: ... break`. Arguments follow P4's copy-in/copy-out rules; a sub-control's
+header/struct arguments are passed by reference when no two of them overlap (a sub-control
+sees nothing but its parameters, so that is indistinguishable from copying).
+"""
+
+from __future__ import annotations
+
+from ..frontend import ast as A
+from ..frontend.symbols import ActionSym, FunctionSym, InstanceSym, VarSym
+from ..frontend.types import StackType, StructType
+from .emitter import py_ident
+from .env import Env, Frame
+from .expr import Unsupported
+from .stmt import union_member
+from .structs import is_aggregate, zero_value
+
+
+class CallGen:
+    def call_stmt(self, c: A.Call, env: Env) -> None:
+        kind = c.kind
+        if kind == "action":
+            self.inline_action(c.func.ref, c.bound, env)
+        elif kind == "function":
+            self.hoist_args(c, env)
+            result = self.function_call(c, env)
+            if result:
+                self.em.line(result)
+        elif kind in ("extern_func", "extern_method"):
+            self.hoist_args(c, env)
+            self.extern_call(c, env, statement=True)
+        elif kind == "header_method":
+            h = self.ex(c.func.expr, env)
+            name = c.func.name
+            if name == "setValid":
+                self.invalidate_union_siblings(c.func.expr, env)
+                self.em.line(f"if not {h}._valid:")
+                with self.em.indent():
+                    self.em.line(f"{h}._zero()")
+                    self.em.line(f"{h}._valid = True")
+            elif name == "setInvalid":
+                self.em.line(f"{h}._valid = False")
+        elif kind == "stack_method":
+            st = self.ex(c.func.expr, env)
+            self.em.line(f"{st}.{c.func.name}({c.args[0].expr.const})")
+        elif kind == "table_apply":
+            self.table_apply(c.func.expr.ref.decl, env)
+        elif kind == "control_apply":
+            self.hoist_args(c, env)
+            self.inline_control(c, env)
+        elif kind == "parser_apply":
+            self.hoist_args(c, env)
+            self.inline_subparser(c, env)
+        else:
+            raise Unsupported(c.pos, f"call of kind {kind or type(c.func).__name__}")
+
+    def hoist_args(self, c: A.Call, env: Env) -> None:
+        for _, a in getattr(c, "bound", []):
+            if a is not None:
+                self.hoist(a, env)
+
+    def call_expr(self, c: A.Call, env: Env) -> str:
+        hoisted = getattr(c, "hoisted", None)
+        if c.kind == "header_method" and c.func.name == "isValid":
+            return f"{self.ex(c.func.expr, env)}._valid"
+        if c.kind == "function":
+            return hoisted if hoisted else self.function_call(c, env)
+        if c.kind in ("extern_func", "extern_method"):
+            return self.extern_call(c, env, statement=False)
+        raise Unsupported(c.pos, f"call of kind {c.kind} in an expression")
+
+    def bind_params(self, bound, env: Env, inner: Env, by_ref_ok: bool) -> list[str]:
+        """Copy-in: bind parameters in `inner`; returns the copy-out lines."""
+        copyouts: list[str] = []
+        refs = [a for p, a in bound if a is not None and p.direction in ("inout", "out")]
+        for p, a in bound:
+            sym = inner_sym(p)
+            t = sym.type if sym else None
+            if a is None:  # '_' or an absent optional argument
+                name = self.em.fresh(p.name)
+                self.em.line(f"{name} = {zero_value(t)}")
+                inner.bind(sym, name)
+                continue
+            value = self.ex(a, env)
+            agg = is_aggregate(t) or isinstance(a.type, (StructType, StackType))
+            if agg and p.direction in ("", "in") and by_ref_ok and _simple_path(a):
+                inner.bind(sym, value)
+                continue
+            if agg and by_ref_ok and p.direction == "inout" and _simple_path(a) and \
+                    not _overlaps(a, refs):
+                inner.bind(sym, value)
+                continue
+            name = self.em.fresh(p.name)
+            if p.direction == "out":
+                self.em.line(f"{name} = {zero_value(a.type)}")
+            elif agg:
+                self.em.line(f"{name} = {value}._copy()")
+            else:
+                self.em.line(f"{name} = {value}")
+            inner.bind(sym, name)
+            if p.direction in ("out", "inout"):
+                copyouts.extend(self.capture(lambda a=a, name=name: self.assign(a, name, env)))
+        return copyouts
+
+    def invalidate_union_siblings(self, member: A.Expr, env: Env) -> None:
+        """A header union holds at most one valid member."""
+        if not union_member(member):
+            return
+        base = self.ex(member.expr, env)
+        for name, _ in member.expr.type.fields:
+            if name != member.name:
+                self.em.line(f"{base}.{py_ident(name)}._valid = False")
+
+    def capture(self, fn) -> list[str]:
+        """The lines fn emits, unindented, instead of emitting them."""
+        em = self.em
+        saved = em.lines, em.level
+        em.lines, em.level = [], 0
+        try:
+            fn()
+            return em.lines
+        finally:
+            em.lines, em.level = saved
+
+    def run_inlined(self, stmts: list[A.Stmt], inner: Env, copyouts: list[str],
+                    ret_var: str | None = None) -> None:
+        if _has_return(stmts):
+            self.em.line("while True:")
+            with self.em.indent():
+                self.block(stmts, inner)
+                self.em.line("break")
+        else:
+            self.block(stmts, inner)
+        for line in copyouts:
+            self.em.line(line)
+
+    def inline_action(self, sym: ActionSym, bound, env: Env, data_args=None) -> None:
+        """Inline an action; `data_args` (a tuple expression) feeds the action-data params
+        when the action runs from a table."""
+        frame = Frame(ret="break")
+        inner = Env(env, frame)
+        params = sym.decl.params
+        if data_args is not None:
+            data = [p for p in params if not p.direction]
+            names = [self.em.fresh(p.name) for p in data]
+            if names:
+                self.em.line(f"{''.join(n + ', ' for n in names)}= {data_args}")
+            for p, n in zip(data, names, strict=False):
+                inner.bind(inner_sym(p), n)
+            bound = [(p, a) for p, a in bound] if bound else []
+        copyouts = self.bind_params(bound or [], env, inner, by_ref_ok=False)
+        frame.copyouts = copyouts
+        self.run_inlined(sym.decl.body.stmts, inner, copyouts)
+
+    def function_call(self, c: A.Call, env: Env) -> str:
+        """Call a generated P4 function. Returns the value expression (no out params), or
+        emits the call and copy-outs and returns the result variable."""
+        fsym: FunctionSym = c.func.ref
+        fname = self.function_name(fsym.decl)
+        args, outs = [], []
+        for p, a in c.bound:
+            if p.direction in ("out", "inout"):
+                outs.append((p, a))
+                if p.direction == "out" or a is None:
+                    args.append(zero_value(inner_sym(p).type))
+                else:
+                    v = self.ex(a, env)
+                    args.append(v + "._copy()" if is_aggregate(a.type) else v)
+            else:
+                args.append(self.ex(a, env) if a is not None else "None")
+        call = f"{fname}(ctx, _sm, {', '.join(args)})"
+        if not outs:
+            return call
+        res = self.em.fresh("r")
+        self.em.line(f"{res} = {call}")
+        for i, (_, a) in enumerate(outs):
+            if a is not None:
+                val = f"{res}[{i + 1}]"
+                self.assign(a, val, env)
+        return f"{res}[0]"
+
+    def inline_control(self, c: A.Call, env: Env) -> None:
+        isym: InstanceSym = c.func.expr.ref
+        decl = isym.type.decl
+        inst = self.sub_instance(isym, env)
+        frame = Frame(ret="break")
+        inner = Env(env, frame, inst)
+        copyouts = self.bind_params(c.bound, env, inner, by_ref_ok=True)
+        frame.copyouts = copyouts
+        self.instance_setup(inst, inner)
+        self.run_inlined(decl.body.stmts, inner, copyouts)
+
+    def action_name(self, sym) -> str:
+        return self.fq_name(sym.decl, sym.owner)
+
+
+def inner_sym(p: A.Param) -> VarSym | None:
+    return getattr(p, "sym", None)
+
+
+def _simple_path(e: A.Expr) -> bool:
+    if isinstance(e, A.Name):
+        return True
+    if isinstance(e, A.Member):
+        return not isinstance(e.ref, tuple) and _simple_path(e.expr)
+    if isinstance(e, A.Index):
+        return e.index.const is not None and _simple_path(e.expr)
+    return False
+
+
+def _path(e: A.Expr) -> tuple:
+    if isinstance(e, A.Name):
+        return (id(e.ref),)
+    if isinstance(e, A.Member):
+        return (*_path(e.expr), e.name)
+    if isinstance(e, (A.Index, A.Slice)):
+        return (*_path(e.expr), "[]")
+    return (id(e),)
+
+
+def _overlaps(a: A.Expr, refs: list[A.Expr]) -> bool:
+    pa = _path(a)
+    for b in refs:
+        if b is a:
+            continue
+        pb = _path(b)
+        n = min(len(pa), len(pb))
+        if pa[:n] == pb[:n]:
+            return True
+    return False
+
+
+def _has_return(stmts) -> bool:
+    for s in stmts:
+        if isinstance(s, A.Return):
+            return True
+        if isinstance(s, A.Block) and _has_return(s.stmts):
+            return True
+        if isinstance(s, A.If) and (_has_return([s.then]) or
+                                    (s.other is not None and _has_return([s.other]))):
+            return True
+        if isinstance(s, A.Switch) and any(c.body and _has_return([c.body]) for c in s.cases):
+            return True
+    return False
