@@ -9,7 +9,10 @@ sequence number starting at 0. IPv4 total length includes it.
 
 from __future__ import annotations
 
+import logging
+
 from scapy.contrib.roce import AETH, BTH, CNP_OPCODE, CNPPadding
+from scapy.error import log_runtime
 from scapy.fields import ByteEnumField, FlagsField, IntField, ShortField, XIntField, XLongField
 from scapy.layers.inet import IP, UDP
 from scapy.packet import Packet, bind_layers
@@ -52,7 +55,12 @@ class RETH(Packet):
 
 
 class ReorderTag(Packet):
-    """DLB reorder tag: shim between IPv4 and UDP, signalled by IPv4 protocol 253."""
+    """DLB reorder tag: shim between IPv4 and UDP, signalled by IPv4 protocol 253.
+
+    Built with scapy (`IP()/ReorderTag()/UDP()/BTH()/...`), a RoCE packet gets the ICRC of its
+    untagged form, as the receiver checks it after stripping the tag (scapy's BTH alone cannot
+    see the IPv4 header through the tag).
+    """
 
     name = "ReorderTag"
     fields_desc = [
@@ -62,6 +70,28 @@ class ReorderTag(Packet):
         IntField("seq", 0),
     ]
 
+    def post_build(self, p: bytes, pay: bytes) -> bytes:
+        bth = self.getlayer(BTH)
+        ip = self.underlayer
+        if bth is None or bth.icrc is not None or not isinstance(ip, IP) or ip.ihl not in (None, 5):
+            return p + pay
+        from traffic.frames import ICRC_LEN, compute_icrc
+
+        untagged = ip.copy()
+        untagged.remove_payload()
+        untagged.proto, untagged.len, untagged.chksum = self.next_proto, None, None
+        head = bytes(14) + bytes(untagged / pay)  # any Ethernet header: not covered
+        return p + pay[:-ICRC_LEN] + compute_icrc(head)
+
+
+class _TaggedIcrcNotice(logging.Filter):
+    """Silence scapy's BTH warning about the tag under UDP: ReorderTag fixes that ICRC."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "underlayer protocol ReorderTag" not in record.getMessage()
+
+
+log_runtime.addFilter(_TaggedIcrcNotice())
 
 for _op in sorted(RETH_OPCODES):
     bind_layers(BTH, RETH, opcode=_op)

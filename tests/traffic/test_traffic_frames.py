@@ -108,9 +108,18 @@ def test_reorder_tag_layer_and_icrc_over_untagged_packet():
     assert tagged[-4:] == plain[-4:]  # the ICRC is that of the untagged packet
     assert icrc_ok(tagged)
     assert strip_tag(tagged) == plain
-    built = Ether(src=EP.src_mac, dst=EP.dst_mac) / IP(src=EP.src_ip, dst=EP.dst_ip) / ReorderTag(
-        flow_id=1, seq=2) / UDP(sport=1, dport=4791) / BTH(opcode=4)
-    assert Ether(bytes(built))[IP].proto == 253
+
+
+def test_scapy_layered_tagged_frame_gets_the_untagged_icrc():
+    built = (Ether(src=EP.src_mac, dst=EP.dst_mac)
+             / IP(src=EP.src_ip, dst=EP.dst_ip, tos=0x6A, id=0, flags="DF")
+             / ReorderTag(flow_id=0xBEEF, seq=7)
+             / UDP(sport=EP.sport, dport=4791, chksum=0)
+             / BTH(opcode=0x0A, dqpn=EP.dqpn, psn=3) / RETH(dlen=64) / bytes(64))
+    frame = bytes(built)
+    assert Ether(frame)[IP].proto == 253
+    assert icrc_ok(frame)
+    assert frame == build_frame(EP, 0x0A, 3, bytes(64), dlen=64, tag=(0xBEEF, 7))
 
 
 @pytest.mark.skipif(not shutil.which("tshark"), reason="tshark not installed")
