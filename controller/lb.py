@@ -21,8 +21,8 @@ from p4.v1 import p4runtime_pb2
 
 from controller.fabric import FabricController
 from controller.intent import Intent
-from controller.pipeline import build_pipeline
 from controller.p4rt import P4RuntimeError
+from controller.pipeline import build_pipeline
 from controller.schema import Schema, SchemaError, encode
 from controller.state import DeviceState, add_read_entities, plan_updates
 from topos.model import FabricSpec

@@ -33,6 +33,12 @@ control FlowletSwitching(inout local_metadata_t meta,
         }
         flowlet_last_seen.write(meta.flow_index, now);
         meta.lb_entropy = id;
+        /* The id must also move the flow hash routing selects its ECMP key from: the selector's
+         * CRC-16 is linear, and a field in the last position of its key reaches only one of the
+         * two low bits of the hash, so the id alone would spread flowlets over half of 4 paths. */
+        bit<32> mixed;
+        hash(mixed, HashAlgorithm.crc32, 32w0, { id }, 64w0x100000000);
+        meta.flow_hash = meta.flow_hash ^ mixed;
     }
 }
 

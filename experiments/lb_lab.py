@@ -1,0 +1,238 @@
+"""A fabric in Mininet running one load-balancing mode, with flows to run and links to count.
+
+    with LbLab(spec, mode="flowlet", flowlet_gap_us=20000) as lab:
+        before = lab.link_counters()
+        result = lab.run_flows([FlowSpec("h0n0", "h2n0", qpn=1, sport=50001, bytes=65536)],
+                               rate_bps=1e6)
+        loads = lab.link_counters() - before      # packets/bytes per directed link
+        lab.switch_mode("dlb")                    # another program, same network
+
+Flows run through `traffic.worker` agents in the NIC namespaces (`traffic.sender` /
+`traffic.receiver`: paced RDMA WRITE messages, the receiver's reorder buffer undoes DLB
+spraying using the switch's tag). Link loads come from the switches' per-port tx counters read
+over P4Runtime.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from controller.fabric import FabricController
+from controller.lb import LoadBalancing, program_path
+from controller.pipeline import build_pipeline
+from topos import FabricSpec, validate
+from traffic.agent import Agent
+from traffic.hosts import MininetHost
+
+START_MARGIN_S = 0.05  # senders start together this long after the last request (per sender)
+DirectedLink = tuple[str, str]  # (from node, to node)
+
+
+@dataclass(frozen=True)
+class FlowSpec:
+    """One queue pair: `bytes` in one RDMA WRITE message from NIC `src` to NIC `dst`."""
+
+    src: str
+    dst: str
+    qpn: int
+    sport: int
+    bytes: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.src}->{self.dst}#{self.qpn}"
+
+
+@dataclass
+class FlowOutcome:
+    flow: FlowSpec
+    start: float  # epoch s of the first packet sent
+    end: float  # epoch s of the last arrival
+    bytes: int  # delivered payload bytes
+    lost: int
+    out_of_order: int
+    reorder_distance_max: int
+    reorder_occupancy_max: int
+    tagged: int
+    packets: int
+    record: dict[str, Any] = field(default_factory=dict, repr=False)  # the receiver's, raw
+
+    @property
+    def completion_s(self) -> float:
+        return max(0.0, self.end - self.start)
+
+    @property
+    def throughput_bps(self) -> float:
+        return self.bytes * 8 / self.completion_s if self.completion_s > 0 else 0.0
+
+    @property
+    def complete(self) -> bool:
+        return self.bytes >= self.flow.bytes and not self.lost
+
+
+@dataclass
+class LinkLoads:
+    """Packets and bytes per directed switch egress (from node, to node)."""
+
+    packets: Counter = field(default_factory=Counter)
+    bytes: Counter = field(default_factory=Counter)
+
+    def __sub__(self, other: LinkLoads) -> LinkLoads:
+        out = LinkLoads()
+        for key in self.packets:
+            out.packets[key] = self.packets[key] - other.packets.get(key, 0)
+            out.bytes[key] = self.bytes[key] - other.bytes.get(key, 0)
+        return out
+
+
+def prefixed(spec: FabricSpec, prefix: str, grpc_base: int, thrift_base: int) -> FabricSpec:
+    """A copy of `spec` with every node and interface name prefixed and management ports moved,
+    so it can run beside other fabrics (tests)."""
+    out = FabricSpec.from_dict(spec.to_dict())
+    for index, sw in enumerate(out.switches):
+        sw.name = prefix + sw.name
+        sw.grpc_port = grpc_base + index
+        sw.thrift_port = thrift_base + index
+    for host in out.hosts:
+        host.name = prefix + host.name
+        for nic in host.nics:
+            nic.name = prefix + nic.name
+    for link in out.links:
+        for end in (link.a, link.b):
+            end.node = prefix + end.node
+            end.intf = prefix + end.intf
+    return validate(out)
+
+
+class LbLab:
+    """Mininet fabric + switches + controller + load-balancing knobs."""
+
+    def __init__(self, spec: FabricSpec, *, mode: str = "ecmp", target: str = "p4switch",
+                 flowlet_gap_us: int | None = None, log_dir: Path | None = None) -> None:
+        self.spec = spec
+        self.mode = mode
+        self.target = target
+        self.flowlet_gap_us = flowlet_gap_us
+        self.log_dir = log_dir
+        self.net = None
+        self.ctl: FabricController | None = None
+        self.lb: LoadBalancing | None = None
+        self._agents: dict[tuple[str, str], Agent] = {}  # (nic, role) -> worker
+
+    # ---- lifecycle -----------------------------------------------------------------------
+    def start(self) -> LbLab:
+        from topos.mininet import FabricNetwork, select_target
+
+        target = select_target(self.target)
+        pipeline = build_pipeline(program_path(self.mode), target.name)
+        self.target = target.name
+        self.net = FabricNetwork(self.spec, target, log_dir=self.log_dir)
+        try:
+            self.net.start()
+            self.ctl = FabricController(self.spec, pipeline)
+            self.ctl.connect()
+            self.ctl.program()
+            self.lb = LoadBalancing(self.ctl)
+            self.lb.configure(self.flowlet_gap_us if self.mode == "flowlet" else None)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        for agent in self._agents.values():
+            agent.close()
+        self._agents.clear()
+        if self.ctl:
+            self.ctl.close()
+        if self.net:
+            self.net.stop()
+        self.net = self.ctl = self.lb = None
+
+    def __enter__(self) -> LbLab:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- knobs ---------------------------------------------------------------------------
+    def switch_mode(self, mode: str, flowlet_gap_us: int | None = None) -> None:
+        """Run another load-balancing program on every switch (routes and knobs rewritten)."""
+        self.lb.switch_mode(mode, target=self.target, flowlet_gap_us=flowlet_gap_us)
+        self.mode, self.flowlet_gap_us = mode, flowlet_gap_us
+
+    def set_flowlet_gap(self, gap_us: int) -> None:
+        self.lb.set_flowlet_gap(gap_us)
+        self.flowlet_gap_us = gap_us
+
+    # ---- counters ------------------------------------------------------------------------
+    def link_counters(self) -> LinkLoads:
+        """Tx packets/bytes of every switch port that faces a link, keyed (switch, neighbour)."""
+        loads = LinkLoads()
+        switches = [sw.name for sw in self.spec.switches]
+        counters = self.ctl._each(switches, lambda name: self.ctl.port_counters(name)[1])
+        for name, tx in counters.items():
+            for link in self.spec.links_of(name):
+                port = link.end(name).port
+                packets, nbytes = tx.get(port, (0, 0))
+                key = (name, link.other(name).node)
+                loads.packets[key] += packets
+                loads.bytes[key] += nbytes
+        return loads
+
+    # ---- flows ---------------------------------------------------------------------------
+    def host(self, nic: str) -> MininetHost:
+        return MininetHost(self.net.host(nic))
+
+    def _agent(self, nic: str, role: str) -> Agent:
+        key = (nic, role)
+        if key not in self._agents:
+            self._agents[key] = Agent(self.host(nic))
+        return self._agents[key]
+
+    def run_flows(self, flows: list[FlowSpec], *, rate_bps: float, mtu_payload: int = 1024,
+                  timeout_s: float = 30.0, receiver: dict[str, Any] | None = None
+                  ) -> list[FlowOutcome]:
+        """Send every flow's message at once (a NIC's rate shared by its flows); wait for all."""
+        ip = {nic.name: nic.ip for nic in self.spec.host_nics()}
+        by_dst: dict[str, list[FlowSpec]] = {}
+        by_src: dict[str, list[FlowSpec]] = {}
+        for f in flows:
+            by_dst.setdefault(f.dst, []).append(f)
+            by_src.setdefault(f.src, []).append(f)
+        for dst, fl in by_dst.items():
+            self._agent(dst, "recv").start_recv({
+                "iface": self.host(dst).iface, "duration_s": timeout_s, "idle_timeout_s": 3.0,
+                "expect": [{"src_ip": ip[f.src], "qpn": f.qpn, "bytes": f.bytes} for f in fl],
+                **(receiver or {})})
+        start_at = time.time() + START_MARGIN_S * (1 + len(by_src))
+        for src, fl in by_src.items():
+            qps = [{"dst_ip": ip[f.dst], "qpn": f.qpn, "sport": f.sport,
+                    "message_bytes": f.bytes, "messages": 1, "rate_bps": rate_bps / len(fl)}
+                   for f in fl]
+            self._agent(src, "send").start_send({
+                "iface": self.host(src).iface, "qps": qps, "start_at": start_at,
+                "mtu_payload": mtu_payload, "dcqcn": False})
+        deadline = time.monotonic() + timeout_s + 30
+        sent = {src: self._agent(src, "send").result(max(1.0, deadline - time.monotonic()))
+                for src in by_src}
+        got = {dst: self._agent(dst, "recv").result(max(1.0, deadline - time.monotonic()))
+               for dst in by_dst}
+        out = []
+        for f in flows:
+            tx = next(q for q in sent[f.src]["qps"] if q["qpn"] == f.qpn and q["dst_ip"] == ip[f.dst])
+            rx = next((q for q in got[f.dst]["qps"]
+                       if q["qpn"] == f.qpn and q["src_ip"] == ip[f.src]), None)
+            rx = rx or {"last_t": tx["start"], "bytes": 0, "lost": 0, "out_of_order": 0,
+                        "reorder_distance_max": 0, "reorder_occupancy_max": 0, "tagged": 0,
+                        "packets": 0}
+            out.append(FlowOutcome(
+                f, start=tx["start"], end=rx["last_t"], bytes=rx["bytes"], lost=rx["lost"],
+                out_of_order=rx["out_of_order"], reorder_distance_max=rx["reorder_distance_max"],
+                reorder_occupancy_max=rx["reorder_occupancy_max"], tagged=rx["tagged"],
+                packets=rx["packets"], record=rx))
+        return out

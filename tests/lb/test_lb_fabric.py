@@ -1,0 +1,167 @@
+"""Load balancing on a real leaf-spine in Mininet on p4switch (names prefixed `lb`).
+
+Two leaves, two spines, two NICs per leaf: every flow from leaf 0 to leaf 1 has two
+equal-cost paths, and the uplink it takes shows in leaf 0's tx port counters. The program is
+swapped at run time by the tests that need another mode (which is itself under test).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from controller.lb import LbError
+from controller.routes import default_hash_seed
+from experiments.lb_lab import FlowSpec, LbLab, LinkLoads, prefixed
+from experiments.lb_switch import LbSwitch, colliding_sports, roce_frame
+from topos import build_fabric
+
+pytestmark = [pytest.mark.mininet, pytest.mark.slow, pytest.mark.root]
+
+LEAF, SPINES = "lbleaf0", ("lbspine0", "lbspine1")
+SRC, DST = "lbh0n0", "lbh2n0"
+PACKET = 1024  # RDMA payload bytes per packet
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    pytest.importorskip("p4switch.compiler", reason="the p4switch compiler is not in the tree")
+    spec = prefixed(build_fabric("leafspine", leaves=2, spines=2, hosts_per_leaf=2), "lb",
+                    42559, 42090)
+    for attempt in range(3):  # another run may briefly hold an interface name
+        try:
+            running = LbLab(spec, mode="ecmp", log_dir=tmp_path_factory.mktemp("lb-fabric"))
+            running.start()
+            break
+        except Exception as err:  # retried only for an interface-name clash
+            if "File exists" not in str(err) or attempt == 2:
+                raise
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def in_mode(lab: LbLab, mode: str, gap_us: int | None = None) -> None:
+    if lab.mode != mode or (mode == "flowlet" and lab.flowlet_gap_us != gap_us):
+        lab.switch_mode(mode, gap_us)
+    assert lab.lb.mode == mode
+
+
+def uplink_packets(loads: LinkLoads) -> dict[str, int]:
+    return {spine: loads.packets.get((LEAF, spine), 0) for spine in SPINES}
+
+
+def send(lab: LbLab, flows: list[FlowSpec], rate_bps: float = 2e6, **receiver):
+    before = lab.link_counters()
+    outcomes = lab.run_flows(flows, rate_bps=rate_bps, receiver=receiver or None)
+    for o in outcomes:
+        assert o.complete, f"{o.flow.name}: {o.bytes} of {o.flow.bytes} bytes, {o.lost} lost"
+    return outcomes, uplink_packets(lab.link_counters() - before)
+
+
+def ip(lab: LbLab, nic: str) -> str:
+    return lab.spec.nic(nic).ip
+
+
+def test_ecmp_puts_a_hash_colliding_pair_of_flows_on_one_path(lab):
+    in_mode(lab, "ecmp")
+    ports = sorted(lab.spec.port_to(LEAF, spine) for spine in SPINES)
+    seed = default_hash_seed(LEAF)
+    src_ip, dst_ip = ip(lab, SRC), ip(lab, DST)
+    pair = next(colliding_sports(ports, seed, src_ip=src_ip, dst_ip=dst_ip))
+    engine = LbSwitch("ecmp", ports, seed=seed)
+    port_of = {s: engine.egress_port(roce_frame(s, src_ip=src_ip, dst_ip=dst_ip))
+               for s in range(pair[0], pair[0] + 64)}
+    apart = next(s for s, p in port_of.items() if p != port_of[pair[0]])
+
+    size = 16 * PACKET
+    _, together = send(lab, [FlowSpec(SRC, DST, 1, pair[0], size),
+                             FlowSpec(SRC, DST, 2, pair[1], size)])
+    assert sorted(together.values()) == [0, 32], f"colliding pair {pair}: {together}"
+    _, split = send(lab, [FlowSpec(SRC, DST, 3, pair[0], size),
+                          FlowSpec(SRC, DST, 4, apart, size)])
+    assert sorted(split.values()) == [16, 16], f"pair ({pair[0]}, {apart}): {split}"
+
+
+def bursts(lab: LbLab, count: int, pause_s: float, sport: int) -> list[dict[str, int]]:
+    """`count` messages of one flow (16 packets, 4 ms apart), `pause_s` of silence between."""
+    out = []
+    for i in range(count):
+        if i:
+            time.sleep(pause_s)  # the idle period between two flowlets is the test's input
+        _, uplinks = send(lab, [FlowSpec(SRC, DST, 10 + i, sport, 16 * PACKET)])
+        out.append(uplinks)
+    return out
+
+
+def test_flowlet_a_flow_keeps_its_path_inside_the_gap_and_moves_only_after_one(lab):
+    in_mode(lab, "flowlet", 150_000)
+    seen = bursts(lab, 6, pause_s=0.5, sport=50123)
+    for uplinks in seen:
+        assert sorted(uplinks.values()) == [0, 16], f"a burst was split across paths: {seen}"
+    used = {spine for uplinks in seen for spine, n in uplinks.items() if n}
+    assert used == set(SPINES), f"no new path after any gap: {seen}"
+
+
+def test_flowlet_gap_set_at_run_time_takes_effect(lab):
+    in_mode(lab, "flowlet", 150_000)
+    lab.set_flowlet_gap(10_000_000)
+    assert set(lab.lb.flowlet_gaps().values()) == {10_000_000}
+    seen = bursts(lab, 5, pause_s=0.5, sport=50321)
+    used = {spine for uplinks in seen for spine, n in uplinks.items() if n}
+    assert len(used) == 1, f"a 10 s gap still let the flow move after 0.5 s pauses: {seen}"
+    lab.set_flowlet_gap(150_000)
+    assert set(lab.lb.flowlet_gaps().values()) == {150_000}
+    seen = bursts(lab, 6, pause_s=0.5, sport=50321)
+    used = {spine for uplinks in seen for spine, n in uplinks.items() if n}
+    assert len(used) == 2, f"a 150 ms gap kept the flow on one path across 0.5 s pauses: {seen}"
+
+
+def test_flowlet_gap_refused_outside_flowlet_mode(lab):
+    in_mode(lab, "ecmp")
+    with pytest.raises(LbError, match="ecmp.p4: it has no flowlet gap"):
+        lab.set_flowlet_gap(1000)
+
+
+def tc_rate(intf: str, mbit: float) -> None:
+    subprocess.run(["tc", "class", "change", "dev", intf, "parent", "5:", "classid", "5:1",
+                    "htb", "rate", f"{mbit:g}mbit", "burst", "15k"], check=True,
+                   capture_output=True, text=True)
+
+
+def test_dlb_sprays_one_flow_over_both_paths_and_the_receiver_restores_order(lab):
+    in_mode(lab, "dlb")
+    assert lab.lb.tagging_ports()[LEAF] == sorted(
+        lab.spec.port_to(LEAF, nic) for nic in ("lbh0n0", "lbh1n0"))
+    # One path slower than the other: packets through it arrive late, out of order.
+    slow = lab.spec.links_of(SPINES[0])
+    slow_intf = next(ln.end(SPINES[0]).intf for ln in slow if ln.other(SPINES[0]).node == "lbleaf1")
+    rate = lab.spec.links_of(SPINES[0])[0].rate_mbps
+    tc_rate(slow_intf, 1.0)
+    try:
+        outcomes, uplinks = send(lab, [FlowSpec(SRC, DST, 20, 50777, 64 * PACKET)],
+                                 rate_bps=4e6, record_delivery=True)
+    finally:
+        tc_rate(slow_intf, rate)
+    (flow,) = outcomes
+    assert sorted(uplinks.values()) == [32, 32], f"not sprayed packet by packet: {uplinks}"
+    assert flow.tagged == flow.packets == 64
+    assert flow.out_of_order > 0, "the slow path reordered nothing: the test shows nothing"
+    assert flow.reorder_occupancy_max > 0
+    assert flow.record["delivered_seqs"] == list(range(64)), "not delivered in order"
+
+
+def test_mode_change_at_run_time_moves_a_flow_from_one_path_to_all(lab):
+    in_mode(lab, "ecmp")
+    flow = [FlowSpec(SRC, DST, 30, 50999, 16 * PACKET)]
+    _, ecmp = send(lab, flow)
+    assert sorted(ecmp.values()) == [0, 16]
+    lab.switch_mode("dlb")
+    _, dlb = send(lab, [FlowSpec(SRC, DST, 31, 50999, 16 * PACKET)])
+    assert sorted(dlb.values()) == [8, 8]
+    lab.switch_mode("ecmp")
+    _, back = send(lab, [FlowSpec(SRC, DST, 32, 50999, 16 * PACKET)])
+    assert back == ecmp
