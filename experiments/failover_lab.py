@@ -118,8 +118,10 @@ class FlowRun:
         deadline = time.monotonic() + timeout
         for (role, proc), event in zip(self.procs, self._ready.values(), strict=True):
             if not event.wait(max(0.0, deadline - time.monotonic())):
+                proc.kill()
+                proc.wait()  # stdout belongs to the reader thread; stderr is ours
                 raise RuntimeError(f"flow {role}er (pid {proc.pid}) did not start: "
-                                   f"{proc.stderr.read().decode(errors='replace')[-500:]}")
+                                   f"{proc.stderr.read().strip()[-500:]}")
 
     def snapshot(self) -> dict[str, dict[int, int]]:
         with self.lock:
