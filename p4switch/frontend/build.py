@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lark import Token, Transformer, v_args
+from lark import Token, v_args
 
 from ..cpmodel import Annotation
 from . import ast as A
@@ -25,7 +25,7 @@ def _is_tok(x, *types: str) -> bool:
 
 
 @v_args(meta=True)
-class Builder(CodeBuilder, Transformer):
+class Builder(CodeBuilder):
     def __init__(self, pre: Preprocessed, reporter: Reporter):
         super().__init__()
         self.pre = pre

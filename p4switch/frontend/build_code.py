@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from lark import Token
+from lark import Token, Transformer, v_args
 
 from . import ast as A
 from .literals import BINOPS, parse_int
 
 
-class CodeBuilder:
+@v_args(meta=True)
+class CodeBuilder(Transformer):
     # -- statements
     def block(self, meta, ch):
         return A.Block(self._pos(meta), list(ch[1:]))
