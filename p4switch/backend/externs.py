@@ -261,6 +261,8 @@ class ExternGen:
             raise Unsupported(obj.pos, "extern object passed around")
         v = env.get(sym)
         if v is None:
+            v = self.global_instance(sym)
+        if v is None:
             raise Unsupported(obj.pos, f"extern instance {sym.name} here")
         return v
 

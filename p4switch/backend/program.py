@@ -18,7 +18,7 @@ from .emitter import Emitter
 from .env import Env, Frame, Instance
 from .expr import ExprGen, Unsupported, literal
 from .externs import ExternGen
-from .model import ModelBuilder, local_name
+from .model import ModelBuilder, explicit_id, local_name
 from .parser import ParserGen
 from .stmt import StmtGen
 from .structs import class_name, gen_struct_classes, zero_value
@@ -96,15 +96,33 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
         sym = env.instance.decl.scope.names.get(loc.name)
         if not isinstance(sym, InstanceSym) or not isinstance(sym.type, ExternType):
             return
-        name = local_name(loc, env.instance.prefix)
+        var = self.extern_instance(sym, env.instance.prefix)
+        if var is not None:
+            env.bind(sym, var)
+
+    def global_instance(self, sym: InstanceSym) -> str | None:
+        """An extern instantiated at the top level (shared by all controls), named as is."""
+        if self.global_scope.names.get(sym.name) is not sym:
+            return None
+        return self.extern_instance(sym, None)
+
+    def instance_name(self, sym: InstanceSym, prefix: str | None) -> str:
+        """The control-plane name of an extern instance a table refers to."""
+        if self.global_scope.names.get(sym.name) is sym:
+            self.global_instance(sym)
+            return local_name(sym.decl, None)
+        return local_name(sym.decl, prefix)
+
+    def extern_instance(self, sym: InstanceSym, prefix: str | None) -> str | None:
+        """Model entry and closure variable of an extern instance (None for direct ones)."""
+        loc = sym.decl
+        name = local_name(loc, prefix)
         kind = sym.type.decl.name
         known = self.instances.setdefault(name, {})
         if "var" in known:
-            env.bind(sym, known["var"])
-            return
+            return known["var"]
         args = [a.const for a in sym.ctor_args]
         annos = [a for a in loc.annotations if a.name not in ("name", "id")]
-        from .model import explicit_id
         eid = explicit_id(loc.annotations)
         var = None
         if kind == "counter":
@@ -141,8 +159,7 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
             raise Unsupported(loc.pos, f"extern {kind}")
         known["var"] = var
         known["sym"] = sym
-        if var is not None:
-            env.bind(sym, var)
+        return var
 
     # ---- stages --------------------------------------------------------------------------
     def gen_stage(self, role: str, decl, ctor_args: list) -> None:

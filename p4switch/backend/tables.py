@@ -70,18 +70,18 @@ class TableGen:
         info = TableInfo(name, var, m)
         if impl is not None:
             isym = impl.value.ref
-            pname = local_name(isym.decl, inst.prefix)
+            pname = self.instance_name(isym, inst.prefix)
             m.implementation = pname
             self.profile_tables.setdefault(pname, []).append(name)
             info.profile_var = self.closure(f"_profiles[{pname!r}]", "P")
             info.selector = isym.type.decl.name == "action_selector"
         if decl.props.get("counters") is not None:
             isym = decl.props["counters"].value.ref
-            m.direct_counter = local_name(isym.decl, inst.prefix)
+            m.direct_counter = self.instance_name(isym, inst.prefix)
             self.direct_owner[id(isym)] = name
         if decl.props.get("meters") is not None:
             isym = decl.props["meters"].value.ref
-            m.direct_meter = local_name(isym.decl, inst.prefix)
+            m.direct_meter = self.instance_name(isym, inst.prefix)
             self.direct_owner[id(isym)] = name
             info.meter_decl = isym
         if decl.entries is not None:

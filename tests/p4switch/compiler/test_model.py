@@ -79,6 +79,8 @@ def test_lab_program_controller_headers_and_names():
                      "packet_out": [("egress_port", 9), ("_pad", 7)]}
     assert "FabricIngress.routing.ipv4_lpm" in [t.name for t in m.tables]
     assert "FabricIngress.port_counters.rx_port_counter" in [c.name for c in m.counters]
+    # registers instantiated at the top level are shared and keep their plain name
+    assert "queue_len" in [r.name for r in m.registers]
 
 
 def test_device_config_round_trip():
