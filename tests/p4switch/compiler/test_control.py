@@ -63,6 +63,12 @@ def test_register_read_modify_write(switch):
     assert resp(sw.send(0, req(5, 9, 5)))[4] == 0
 
 
+def test_top_level_register(switch):
+    sw = switch("control_flow.p4")
+    assert resp(sw.send(0, req(12, 0, 4242)))[4] == 4242
+    assert sw.state.registers["shared"].read(1) == 4242
+
+
 def test_meters(switch):
     sw = switch("control_flow.p4")
     assert resp(sw.send(0, req(6, 1)))[0] == 0  # unconfigured: GREEN

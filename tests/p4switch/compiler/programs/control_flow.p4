@@ -48,6 +48,9 @@ bit<8> clamp_add(in bit<8> x, in bit<8> y, out bool saturated) {
     return x |+| y;
 }
 
+/* Instantiated at the top level: one register shared by every control. */
+register<bit<32>>(2) shared;
+
 /* Applied twice under different names: two independent tables and registers. */
 control Classifier(in bit<8> k, inout bit<8> result) {
     register<bit<8>>(4) last_key;
@@ -142,6 +145,9 @@ control CfIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         } else if (hdr.req.op == 10) {
             assert(hdr.req.key != 0);
             hdr.resp.a = 1;
+        } else if (hdr.req.op == 12) {
+            shared.write(1, (bit<32>) hdr.req.value);
+            shared.read(hdr.resp.r, 1);
         } else if (hdr.req.op == 11) {
             if (hdr.req.key == 1) {
                 return;
