@@ -71,6 +71,7 @@ class Engine:
         self._new_meta = stages["new_meta"]
         self._new_sm = stages["new_sm"]
         self._field_lists = field_lists
+        self._errors = stages.get("errors", ())
         self._drop = config.drop_port
         self._queues = config.priority_queues
         self._now = config.now_us
@@ -114,13 +115,20 @@ class Engine:
     def _run_ingress(self, port: int, data: bytes, instance: int, meta, depth: int
                      ) -> list[Queued]:
         ctx = PacketContext(length=len(data))
+        log = self._log
+        if log is not None:
+            log(f"ingress: port {port}, {len(data)} bytes, instance_type {instance}")
         try:
             hdr, meta, sm = self._parse(ctx, data, port, instance, meta)
+            if log is not None and sm.parser_error:
+                log(f"parser: error {self._error_name(sm.parser_error)}")
             self._verify(ctx, hdr, meta, sm)
             self._ingress(ctx, hdr, meta, sm)
         except AssertFailed as e:
             self._trace(f"assert failed at {e}; packet dropped")
             return []
+        if log is not None:
+            log(self._ingress_decision(ctx, sm))
         out: list[Queued] = []
         if ctx.clone is not None:
             out.extend(self._ingress_clone(ctx, data, port, meta))
@@ -145,6 +153,26 @@ class Engine:
         if q is not None:
             out.append(q)
         return out
+
+    def _ingress_decision(self, ctx: PacketContext, sm) -> str:
+        parts = []
+        if ctx.clone is not None:
+            parts.append(f"clone to session {ctx.clone[0]}")
+        if ctx.digest is not None:
+            parts.append(f"digest {ctx.digest[0]}")
+        if ctx.resubmit is not None:
+            parts.append("resubmit")
+        elif sm.mcast_grp:
+            parts.append(f"multicast group {sm.mcast_grp}")
+        elif sm.egress_spec == self._drop:
+            parts.append("drop")
+        else:
+            parts.append(f"egress_spec {sm.egress_spec}, priority {sm.priority}")
+        return "end of ingress: " + ", ".join(parts)
+
+    def _error_name(self, code: int) -> str:
+        names = self._errors
+        return names[code] if 0 <= code < len(names) else str(code)
 
     def _enqueue(self, port: int, pkt: _Packet, depth: int) -> Queued | None:
         prio = pkt.sm.priority
@@ -226,6 +254,7 @@ class Engine:
         if ctx.clone is not None:
             new.extend(self._egress_clone(ctx, pkt))
         if sm.egress_spec == self._drop:
+            self._trace(f"egress: port {item.egress_port}, dropped")
             return [], new
         self._compute(ctx, pkt.hdr, pkt.meta, sm)
         out = bytearray()
@@ -240,7 +269,10 @@ class Engine:
             if item.recirculations >= _MAX_RECIRCULATIONS:
                 return [], new
             kept = self._preserved(pkt.meta, ctx.recirculate)
+            self._trace(f"egress: port {item.egress_port}, recirculated")
             return [], new + self._run_ingress(0, frame, RECIRC, kept, item.recirculations + 1)
+        if self._log is not None:
+            self._log(f"egress: port {item.egress_port}, transmit {len(frame)} bytes")
         return [(item.egress_port, frame)], new
 
     def _egress_clone(self, ctx: PacketContext, pkt: _Packet) -> list[Queued]:

@@ -304,6 +304,7 @@ def generate(info: ProgramInfo, program: str, reporter: Reporter):
         out.line(f"    'new_headers': {class_name(h) if h else 'None'},")
         out.line(f"    'new_meta': {class_name(m) if m else 'None'},")
         out.line(f"    'new_sm': {class_name(sm)},")
+        out.line(f"    'errors': {tuple(info.errors)!r},")
         out.line("}")
     model = gen.finish_model()
     return out.source(), model

@@ -146,6 +146,10 @@ class TableGen:
             em.line(f"{name} = {act}.action if {act} is not None else None")
         else:
             em.line(f"{name} = {act}.action")
+        em.line("if _LOG is not None:")
+        with em.indent():
+            em.line(f"_LOG(f'table {info.name}: {{\"hit\" if {hit} else \"miss\"}}, "
+                    f"action {{{name}}}')")
         first = True
         for r in decl.all_actions:
             aname = self.action_name(r.sym)

@@ -81,3 +81,15 @@ def test_default_action_change_takes_effect(switch):
     sw.table(PREFIX + "ipv4_lpm").set_default(ActionCall(PREFIX + "forward", (7, 0x1)))
     frame = udp_frame("11.0.0.1")
     assert sw.send(1, frame) == [(7, expected(frame, "00:00:00:00:00:01", 63))]
+
+
+def test_trace_log(switch):
+    sw = router(switch)
+    frame = udp_frame("10.1.2.3")
+    sw.send(1, frame)
+    assert sw.logs == [
+        f"ingress: port 1, {len(frame)} bytes, instance_type 0",
+        "table L3Ingress.ipv4_lpm: hit, action L3Ingress.forward",
+        "end of ingress: egress_spec 4, priority 0",
+        f"egress: port 4, transmit {len(frame)} bytes",
+    ]
