@@ -15,7 +15,7 @@ from p4.v1 import p4runtime_pb2
 from p4switch.cpmodel import ActionCall, FieldMatch
 from p4switch.p4info_index import P4InfoIndex
 from p4switch.runtime.entries import Entry, GroupRef, MemberRef, OneShot, OneShotAction
-from p4switch.runtime.errors import RuntimeApiError, invalid
+from p4switch.runtime.errors import RuntimeApiError, invalid, unimplemented
 from p4switch.server.bytestrings import to_bytes, to_int
 
 Update = p4runtime_pb2.Update
@@ -143,6 +143,9 @@ class TableCodec:
             self._write_default(kind, info, table, msg)
             return
         keys = self.decode_key(info, msg)
+        if msg.idle_timeout_ns and kind != Update.DELETE:
+            raise unimplemented("idle timeout notifications are not supported by p4switch "
+                                f"(table {info.preamble.name}: idle_timeout_ns must be 0)")
         if kind == Update.DELETE:
             table.delete(keys, msg.priority)
             return

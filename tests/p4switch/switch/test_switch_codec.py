@@ -117,6 +117,9 @@ def test_table_entry_round_trip_with_canonical_bytes(env):
         index, b"\x02\x00")))) == "INVALID_ARGUMENT"  # 512 > 9 bits
     codec.write(upd("DELETE", table_entry=fwd_entry(index, b"\x01")))
     assert codec.read(pb.Entity(table_entry=pb.TableEntry())) == []
+    aging = fwd_entry(index, b"\x04")
+    aging.idle_timeout_ns = 10**9  # notifications are not implemented: refused, not ignored
+    assert code_of(lambda: codec.write(upd("INSERT", table_entry=aging))) == "UNIMPLEMENTED"
 
 
 def test_ternary_range_lpm_and_default_entries(env):
