@@ -47,9 +47,19 @@ class SwitchRoutes:
         return self.groups[self.routes[prefix]]
 
 
-def default_hash_seed(switch: str) -> int:
-    """A per-switch 16-bit selector seed, stable across runs (avoids hash polarisation)."""
-    return zlib.crc32(switch.encode()) & 0xFFFF
+SEED_SHIFT_STEP = 5  # bits between the hash windows of consecutive tiers
+
+
+def default_hash_seed(switch: str, tier: int = 1) -> int:
+    """A per-switch 16-bit selector seed, stable across runs.
+
+    `p4src/include/routing.p4` takes seed[3:0] as the shift selecting which 16 bits of the 32-bit
+    flow hash the switch uses (CRCs are linear, so only different bits decorrelate two ECMP
+    stages); the shift differs per tier, so the stages along a path never share hash bits. The
+    upper 12 bits (XORed into the key) come from the switch name.
+    """
+    shift = ((tier - 1) * SEED_SHIFT_STEP) % 16
+    return (zlib.crc32(switch.encode()) & 0xFFF0) | shift
 
 
 def switch_distances(spec: FabricSpec, sources: list[str]) -> dict[str, int]:
@@ -91,7 +101,8 @@ def compute_routes(spec: FabricSpec, *, hash_seed: int | None = None) -> dict[st
     plan = {
         sw.name: SwitchRoutes(
             switch=sw.name, device_id=sw.device_id,
-            hash_seed=default_hash_seed(sw.name) if hash_seed is None else hash_seed & 0xFFFF,
+            hash_seed=(default_hash_seed(sw.name, sw.tier) if hash_seed is None
+                       else hash_seed & 0xFFFF),
             source_macs={ln.end(sw.name).port: ln.end(sw.name).mac
                          for ln in spec.links_of(sw.name)},
         )

@@ -72,7 +72,16 @@ def test_source_macs_and_seeds():
                                              for ln in spec.links_of(sw.name)}
     seeds = {r.hash_seed for r in plan.values()}
     assert len(seeds) == len(spec.switches)
-    assert plan["leaf0"].hash_seed == default_hash_seed("leaf0")
+    assert plan["leaf0"].hash_seed == default_hash_seed("leaf0", 1)
+    # the hash window (seed[3:0]) differs between tiers, so ECMP stages on a path use other bits
+    for fabric in FABRICS:
+        spec = build_fabric(fabric)
+        plan = compute_routes(spec)
+        by_tier = {sw.tier: set() for sw in spec.switches}
+        for sw in spec.switches:
+            by_tier[sw.tier].add(plan[sw.name].hash_seed & 0xF)
+        assert all(len(windows) == 1 for windows in by_tier.values())
+        assert len({w for windows in by_tier.values() for w in windows}) == len(by_tier)
     same = compute_routes(spec, hash_seed=7)
     assert {r.hash_seed for r in same.values()} == {7}
 
