@@ -7,7 +7,10 @@ chosen by PSN, so tests know exactly what the receiver must report:
 - hold PSN p for k: the frame is released right after k later data frames went out
   (reorder distance k), or after `hold_timeout_s` if the flow ends first;
 - mark PSN p: ECN set to CE (the IPv4 checksum is fixed; the ICRC does not cover ECN);
-- corrupt PSN p: one payload bit flipped, so the ICRC no longer matches.
+- corrupt PSN p: one payload bit flipped, so the ICRC no longer matches;
+- tag: insert the DLB reorder tag as the first switch of a DLB fabric does (flags = switch),
+  with a sequence counter per flow starting at `tag_from`, or one counter shared by all flows
+  (two flows in one slot of the switch's flow table). Tagging happens before the faults.
 
     python -m traffic.impair --ingress m0 --egress m1 --drop 5,9 --hold 20:3 --mark 30-39
 prints {"event": "ready"} when forwarding and a JSON line of counts when stopped (SIGTERM).
@@ -21,11 +24,12 @@ import select
 import signal
 import sys
 import time
+import zlib
 from dataclasses import asdict, dataclass, field
 
 from traffic import bpf, netutil
-from traffic.frames import ECN_CE, set_ipv4_checksum
-from traffic.headers import DATA_OPCODES, ROCE_UDP_PORT, TAG_IP_PROTO
+from traffic.frames import ECN_CE, add_tag, set_ipv4_checksum
+from traffic.headers import DATA_OPCODES, ROCE_UDP_PORT, TAG_FLAG_SWITCH, TAG_IP_PROTO
 
 
 @dataclass
@@ -34,6 +38,8 @@ class Impairments:
     hold: dict[int, int] = field(default_factory=dict)  # PSN -> frames to wait
     mark: set[int] = field(default_factory=set)
     corrupt: set[int] = field(default_factory=set)
+    tag_from: int | None = None  # tag untagged data frames, counters starting here
+    tag_shared: bool = False  # one counter for all flows
     hold_timeout_s: float = 0.5
 
 
@@ -45,6 +51,7 @@ class RelayCounts:
     held: int = 0
     marked: int = 0
     corrupted: int = 0
+    tagged: int = 0
 
 
 def data_psn(frame: bytes | bytearray) -> int | None:
@@ -69,6 +76,7 @@ class Relay:
             bpf.attach(s, bpf.incoming_filter())
             netutil.drain(s)
         self._held: list[list] = []  # [frames still to wait, since, frame]
+        self._tag_seq: dict[bytes, int] = {}  # flow (addresses + UDP ports) -> next tag seq
         self._stop = False
 
     def stop(self) -> None:
@@ -78,6 +86,8 @@ class Relay:
         psn = data_psn(frame)
         if psn is not None:
             imp = self.imp
+            if imp.tag_from is not None and frame[23] == 17:
+                frame = self._tag(frame)
             if psn in imp.drop:
                 self.counts.dropped += 1
                 return
@@ -102,6 +112,14 @@ class Relay:
             for h in self._held:
                 h[0] -= 1
             self._release(lambda h: h[0] <= 0)
+
+    def _tag(self, frame: bytes) -> bytes:
+        flow = b"" if self.imp.tag_shared else bytes(frame[26:38])
+        seq = self._tag_seq.get(flow, self.imp.tag_from)
+        self._tag_seq[flow] = seq + 1
+        self.counts.tagged += 1
+        flow_id = zlib.crc32(flow) & 0xFFFF
+        return add_tag(frame, flow_id, seq, TAG_FLAG_SWITCH)
 
     def _release(self, due) -> None:
         keep = []
@@ -145,12 +163,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hold", default="", help="PSN:frames pairs to hold back: 20:3,40:1")
     p.add_argument("--mark", default="", help="PSNs to mark ECN-CE")
     p.add_argument("--corrupt", default="", help="PSNs whose payload gets a flipped bit")
+    p.add_argument("--tag-from", type=int, default=None,
+                   help="tag data frames as a DLB switch does, sequence counters from here")
+    p.add_argument("--tag-shared", action="store_true", help="one tag counter for all flows")
     args = p.parse_args(argv)
     try:
         pairs = (x.split(":") for x in filter(None, args.hold.split(",")))
         hold = {int(k): int(v) for k, v in pairs}
         imp = Impairments(drop=_psns(args.drop), hold=hold, mark=_psns(args.mark),
-                          corrupt=_psns(args.corrupt))
+                          corrupt=_psns(args.corrupt), tag_from=args.tag_from,
+                          tag_shared=args.tag_shared)
         relay = Relay(args.ingress, args.egress, imp)
     except (ValueError, netutil.NetError) as e:
         print(f"impair: {e}", file=sys.stderr)

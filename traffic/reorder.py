@@ -58,6 +58,17 @@ class ReorderBuffer:
             out += self._skip_hole()
         return out
 
+    def release_all(self) -> list[Any]:
+        """Release everything held in sequence order, treating the holes as not real (the caller
+        knows nothing is missing, e.g. a switch's tag counter skipped numbers)."""
+        order = sorted(self._held)
+        out = [self._held.pop(seq)[1] for seq in order]
+        if out:
+            self.next_seq = order[-1] + 1
+            self.released += len(out)
+        self._oldest = float("inf")
+        return out
+
     def flush(self) -> list[Any]:
         """Release everything held, giving up on every hole (end of a run)."""
         out: list[Any] = []

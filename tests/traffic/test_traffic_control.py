@@ -147,3 +147,24 @@ def test_receiver_config_needs_an_end():
     assert "nothing ends the run" in " ".join(
         ReceiverConfig(iface="x", idle_timeout_s=None).problems())
     assert ReceiverConfig(iface="x").problems() == []
+
+
+def test_reorder_buffer_release_all_treats_holes_as_not_real():
+    rb = ReorderBuffer(0, capacity=16, timeout_s=10)
+    assert rb.push(1000, "a", 0) == [] and rb.push(1002, "c", 0) == []
+    assert rb.release_all() == ["a", "c"]
+    assert rb.next_seq == 1003 and rb.skipped == 0 and rb.occupancy == 0
+    assert rb.push(1003, "d", 0) == ["d"]
+
+
+def test_icrc_checker_on_plain_tagged_and_corrupted_frames():
+    from traffic.frames import Endpoints, IcrcChecker, add_tag, build_frame
+
+    ep = Endpoints("02:00:00:00:00:01", "02:00:00:00:00:02", "10.1.0.1", "10.1.0.2", 5, 9)
+    check = IcrcChecker()
+    for psn in range(3):  # same headers: the cached head CRC is reused
+        frame = build_frame(ep, 0x07, psn, bytes([psn]) * 100)
+        assert check.ok(frame) and check.ok(add_tag(frame, 1, psn))
+        bad = bytearray(frame)
+        bad[60] ^= 1
+        assert not check.ok(bad)

@@ -232,3 +232,27 @@ def test_dual_port_host_one_receiver_both_ports(pair_net):
     assert {q["qpn"]: q["bytes"] for q in got["qps"]} == {61: 100_000, 62: 100_000}
     # ACKs went back out of the port each QP's data came in on.
     assert [s["qps"][0]["acks"] for s in sent] == [2, 2]
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_switch_tags_with_offset_or_shared_counters(relayed_net, run_flow, shared):
+    """Tags as a DLB switch inserts them: counters that start at 1000 (left over from earlier
+    flows) or are shared by two QPs (one flow-table slot), so each QP's tag sequence has gaps
+    that are not losses."""
+    a, b = relayed_net.hosts["a"], relayed_net.hosts["b"]
+    qps = [{"dst_ip": b.ip, "qpn": q, "rate_bps": 4e6, "message_bytes": 30 * 1024,
+            "messages": 2} for q in (71, 72)]
+    opts = {"tag-from": "1000", "hold": "5:3,40:2"}
+    if shared:
+        opts["tag-shared"] = ""
+    with relay(relayed_net, **opts) as counts:
+        _, got = run_flow(a, b, qps, recv={"record_delivery": True, "reorder_timeout_s": 5.0})
+    assert counts["tagged"] == 120
+    for r in got["qps"]:
+        assert r["tagged"] == r["packets"] == 60 and r["icrc_errors"] == 0
+        assert r["delivered_seqs"] == list(range(60))
+        assert r["reorder_skipped"] == 0 and r["lost"] == 0
+        assert r["messages_complete"] == 2
+        assert max(m["fct_s"] for m in r["messages"]) < 1.0  # never waited for the timeout
+    held = {r["qpn"]: r["out_of_order"] for r in got["qps"]}
+    assert sum(held.values()) == 4  # PSNs 5 and 40 of each QP were held back

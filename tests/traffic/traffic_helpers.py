@@ -16,7 +16,7 @@ from traffic.hosts import NetnsHost, python_argv
 def relay(tb: netns.Testbed, **impairments: str) -> Iterator[dict[str, Any]]:
     """Run traffic.impair in the testbed's middle namespace; yields its counts after stop."""
     ns = f"{tb.prefix}m"
-    args = [f"--{k}={v}" for k, v in impairments.items()]
+    args = [f"--{k}={v}" if v != "" else f"--{k}" for k, v in impairments.items()]
     host = NetnsHost("m", ns, "", "")
     proc = host.popen(python_argv("traffic.impair", "--ingress", f"{tb.prefix}m0",
                                   "--egress", f"{tb.prefix}m1", *args),
