@@ -22,19 +22,24 @@ Entity = p4runtime_pb2.Entity
 class DigestCodec:
     """DigestEntry configuration, and digest lists for the primary controller's stream.
 
-    Samples are batched per digest as the DigestEntry says: a list goes out when it holds
-    `max_list_size` samples (0 = no limit) or `max_timeout_ns` after its first sample
-    (0 = at once). Lists are not retransmitted, so acks (and ack_timeout_ns) change nothing.
+    As PI's digest manager: samples are batched per digest, a list goes out when it holds
+    `max_list_size` samples (0 = no limit) or `max_timeout_ns` after its first sample (0 = at
+    once). With `ack_timeout_ns` > 0 a sample already pending or sent is suppressed until its
+    list is acknowledged (DigestListAck) or `ack_timeout_ns` has passed since it was sent.
+    List ids count from 1 per digest.
     """
 
     def __init__(self, index: P4InfoIndex, state: Any):
         self.index = index
         self.digests = state.digests
         self.configs: dict[int, p4runtime_pb2.DigestEntry.Config] = {}
-        self._list_id = 0
         self._sink: Callable[[p4runtime_pb2.StreamMessageResponse], Any] | None = None
         self._lock = threading.Lock()
         self._pending: dict[str, list[tuple[int, ...]]] = {}
+        self._next_list: dict[str, int] = {}
+        # suppressed samples per digest: sample -> expiry (monotonic s; None while pending)
+        self._cache: dict[str, dict[tuple[int, ...], float | None]] = {}
+        self._unacked: dict[tuple[str, int], list[tuple[int, ...]]] = {}
 
     def attach(self, sink: Callable[[p4runtime_pb2.StreamMessageResponse], Any]) -> None:
         self._sink = sink
@@ -45,6 +50,13 @@ class DigestCodec:
         if settings is None:
             return
         with self._lock:
+            if settings.ack_timeout_ns > 0:
+                cache = self._cache.setdefault(name, {})
+                if values in cache:
+                    expiry = cache[values]
+                    if expiry is None or expiry > time.monotonic():
+                        return  # pending or sent and not yet acknowledged
+                cache[values] = None
             batch = self._pending.setdefault(name, [])
             batch.append(values)
             full = 0 < settings.max_list_size <= len(batch)
@@ -59,20 +71,41 @@ class DigestCodec:
     def _flush(self, name: str) -> None:
         with self._lock:
             samples = self._pending.pop(name, [])
-            if not samples or self._sink is None:
-                return
             info = self.index.find("digests", name)
-            if info is None:
+            settings = self.digests.settings(name)
+            if not samples or self._sink is None or info is None or settings is None:
                 return
-            self._list_id += 1
+            list_id = self._next_list.get(name, 1)
+            self._next_list[name] = list_id + 1
+            if settings.ack_timeout_ns > 0:
+                now = time.monotonic()
+                cache = self._cache.setdefault(name, {})
+                for key in [k for k, exp in cache.items() if exp is not None and exp <= now]:
+                    del cache[key]  # ack timeout passed: may be reported again
+                expiry = now + settings.ack_timeout_ns / 1e9
+                for values in samples:
+                    cache[values] = expiry
+                self._unacked[name, list_id] = samples
             msg = p4runtime_pb2.StreamMessageResponse()
             dl = msg.digest
-            dl.digest_id, dl.list_id, dl.timestamp = info.preamble.id, self._list_id, time.time_ns()
+            dl.digest_id, dl.list_id, dl.timestamp = info.preamble.id, list_id, time.time_ns()
             for values in samples:
                 members = dl.data.add().struct.members
                 for v in values:
                     members.add().bitstring = to_bytes(v)
         self._sink(msg)
+
+    def ack(self, digest_id: int, list_id: int) -> None:
+        """A DigestListAck from the controller: its samples may be reported again."""
+        info = self.index.get(digest_id)
+        if info is None or self.index.kind(digest_id) != "digests":
+            return
+        name = info.preamble.name
+        with self._lock:
+            cache = self._cache.get(name, {})
+            for values in self._unacked.pop((name, list_id), []):
+                if cache.get(values) is not None:
+                    del cache[values]
 
     def write(self, kind: int, msg: p4runtime_pb2.DigestEntry) -> None:
         if self.index.kind(msg.digest_id) != "digests":
@@ -87,6 +120,11 @@ class DigestCodec:
         if kind == Update.DELETE:
             self.digests.unconfigure(name)
             del self.configs[msg.digest_id]
+            with self._lock:  # as PI: pending samples and the ack cache go with the config
+                self._pending.pop(name, None)
+                self._cache.pop(name, None)
+                for key in [k for k in self._unacked if k[0] == name]:
+                    del self._unacked[key]
             return
         c = msg.config
         self.digests.configure(name, c.max_list_size, c.max_timeout_ns, c.ack_timeout_ns)
@@ -97,6 +135,8 @@ class DigestCodec:
     def read(self, msg: p4runtime_pb2.DigestEntry) -> list[Entity]:
         if msg.digest_id and self.index.kind(msg.digest_id) != "digests":
             raise invalid_id("digest", msg.digest_id)
+        if msg.digest_id and msg.digest_id not in self.configs:
+            raise not_found(f"Digest {msg.digest_id} not configured")
         ids = [msg.digest_id] if msg.digest_id else list(self.configs)
         out = []
         for did in ids:

@@ -259,7 +259,11 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                     self._arbitrate(req.arbitration, conn)
                 elif which == "packet" and conn.election is not None:
                     self._packet_out(conn, req.packet)
-                # digest acks: digest lists are not retransmitted, nothing to do
+                elif which == "digest_ack" and self.arbitrator.primary() is conn:
+                    pipeline = self.pipeline
+                    if pipeline is not None:
+                        ack = req.digest_ack
+                        pipeline.codec.digests.ack(ack.digest_id, ack.list_id)
         except RpcError as exc:
             conn.send(exc)
         except Exception:

@@ -83,6 +83,11 @@ class Client:
             msg.packet.metadata.add(metadata_id=mid, value=value)
         self._out.put(msg)
 
+    def ack_digest(self, digest_id: int, list_id: int) -> None:
+        msg = p4runtime_pb2.StreamMessageRequest()
+        msg.digest_ack.digest_id, msg.digest_ack.list_id = digest_id, list_id
+        self._out.put(msg)
+
     def _election(self, req) -> None:
         if self.election is not None:
             req.election_id.high = self.election >> 64

@@ -324,3 +324,25 @@ def test_clone_sessions(env):
     dup.multicast_group_entry.replicas.add(egress_port=1)
     assert code_of(lambda: codec.write(upd("INSERT", packet_replication_engine_entry=dup))) \
         == "INVALID_ARGUMENT"
+
+
+def test_digest_samples_suppressed_until_acked(env):
+    codec, index, state, _ = env
+    sent = []
+    codec.attach_digests(sent.append)
+    did = index.id("digests", "learn_t")
+    d = pb.DigestEntry(digest_id=did)
+    d.config.max_list_size = 1
+    d.config.ack_timeout_ns = 60 * 10**9
+    codec.write(upd("INSERT", digest_entry=d))
+    for _ in range(3):
+        state.digests.emit("learn_t", (0xA, 1))  # the same sample: reported once
+    state.digests.emit("learn_t", (0xB, 1))
+    assert [m.digest.list_id for m in sent] == [1, 2]
+    codec.digests.ack(did, 1)
+    state.digests.emit("learn_t", (0xA, 1))  # acknowledged: reported again
+    state.digests.emit("learn_t", (0xB, 1))  # list 2 not acknowledged: still suppressed
+    assert [m.digest.list_id for m in sent] == [1, 2, 3]
+    assert sent[2].digest.data[0].struct.members[0].bitstring == b"\x0a"
+    codec.write(upd("DELETE", digest_entry=d))
+    assert code_of(lambda: codec.read(pb.Entity(digest_entry=d))) == "NOT_FOUND"

@@ -1,6 +1,7 @@
 """P4Runtime server: arbitration, every error code PI uses, entities read back, digests,
 multicast and watch-port failover, on a running p4switch that keeps forwarding throughout."""
 
+import queue
 import time
 
 import grpc
@@ -228,6 +229,24 @@ def test_digests_arrive_once_configured(rig):
     members = digest.data[0].struct.members
     assert [m.bitstring for m in members] == [mac(1).lstrip(b"\x00"), b"\x01"]
     assert c.write_errors(update("INSERT", digest_entry=cfg))[0][0] == "ALREADY_EXISTS"
+    # with an ack timeout, a sample is not reported again until its list is acknowledged
+    cfg.config.ack_timeout_ns = 60 * 10**9
+    c.write(update("MODIFY", digest_entry=cfg))
+    assert rig.forwards(1, 2)
+    first = c.next("digest")
+    assert rig.forwards(1, 2)
+    with pytest.raises(queue.Empty):
+        c.next("digest", timeout=0.5)
+    c.ack_digest(digest_id, first.list_id)
+    deadline = time.monotonic() + 3
+    while True:  # the ack travels on the stream, the packets on the wire: retry until it counts
+        assert rig.forwards(1, 2)
+        try:
+            again = c.next("digest", timeout=0.3)
+            break
+        except queue.Empty:
+            assert time.monotonic() < deadline, "no digest after the ack"
+    assert again.list_id == first.list_id + 1
 
 
 def test_multicast_group_replicates(rig):
