@@ -1,0 +1,175 @@
+"""Experiment `topology-aware`: rank placement decides what a collective does to the network.
+
+Two parts, each on its own fabric in Mininet (ECMP program), collectives run by
+`traffic.collectives` (one RDMA WRITE message per flow and step, every NIC at its line rate):
+- **AIPod ring allreduce**: ranks in the fabric's NIC order (`naive`: ring neighbours are the
+  NICs of one server, on different rails, so every hop crosses the superspine) against the
+  topology-aware order (rail by rail, group by group: only the two hops joining the rails cross
+  it). Measured: bytes through the superspine (its switches' tx counters) against what the
+  fabric model predicts, and completion time.
+- **BiGraph halving-doubling allreduce**: ranks in host order (`naive`) against EFLOPS' rank
+  remapping (`hdrm`). Per step, flows per switch-to-switch link from the fabric model's paths
+  (links every shortest path of a flow uses) and from the measured per-link packet counters;
+  a link conflict is a link carrying more than one flow. And completion time.
+
+Files: `collectives.csv` (one row per part and order), `steps.csv` (one row per step), plots
+`aipod_ring.png` and `bigraph_hd.png`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from experiments.framework import Experiment, ExperimentError, RunContext
+from experiments.lb_lab import LbLab, LinkLoads
+from experiments.lb_paths import PathModel, conflicts, measured_link_flows
+from experiments.lb_topo_plots import plot
+from topos import FabricSpec, build_fabric
+from traffic.collectives.placement import hdrm_map, topology_aware_ring
+from traffic.collectives.runner import CollectiveRunner, StepResult
+from traffic.collectives.schedule import Schedule, halving_doubling_allreduce, ring_allreduce
+
+COLLECTIVE_FIELDS = ["part", "fabric", "algorithm", "order", "ranks", "size", "total_s",
+                     "complete", "algbw_bps", "steps", "model_superspine_packets",
+                     "superspine_packets", "superspine_bytes", "model_conflicts",
+                     "measured_conflicts", "lost"]
+STEP_FIELDS = ["part", "order", "step", "phase", "flows", "bytes", "time_s", "complete",
+               "model_max_link_flows", "model_conflicts", "measured_max_link_flows",
+               "measured_conflicts", "multipath_flows", "model_superspine_packets",
+               "superspine_packets", "superspine_bytes", "out_of_order", "lost"]
+PARTS = {"aipod": ("ring", ("naive", "aware")), "bigraph": ("hd", ("naive", "hdrm"))}
+SCALES = {"aipod": {"rails": 2, "groups": 2, "servers_per_group": 2},
+          "bigraph": {"switches_per_group": 4, "hosts_per_switch": 2}}
+
+
+def placement(spec: FabricSpec, order: str) -> list[str]:
+    """Rank -> NIC name."""
+    nics = [nic.name for nic in spec.host_nics()]
+    if order == "naive":
+        return nics
+    if order == "aware":
+        rails = sorted({nic.rail for nic in spec.host_nics()})
+        by_rail = [[nic.name for nic in spec.host_nics() if nic.rail == r] for r in rails]
+        return topology_aware_ring(nics, by_rail)
+    if order == "hdrm":
+        switches = [sw for sw in spec.switches if sw.role in ("upper", "lower")]
+        per_switch = len(nics) // len(switches)
+        return [nics[i] for i in hdrm_map(per_switch, len(switches))]
+    raise ExperimentError(f"topology-aware: unknown order {order!r}")
+
+
+def schedule(algorithm: str, ranks: int, size: int) -> Schedule:
+    return ring_allreduce(ranks, size) if algorithm == "ring" else \
+        halving_doubling_allreduce(ranks, size)
+
+
+def switch_links(spec: FabricSpec) -> list[tuple[str, str]]:
+    return [(ln.a.node, ln.b.node) for ln in spec.links
+            if spec.is_switch(ln.a.node) and spec.is_switch(ln.b.node)] + \
+           [(ln.b.node, ln.a.node) for ln in spec.links
+            if spec.is_switch(ln.a.node) and spec.is_switch(ln.b.node)]
+
+
+def step_row(part: str, order: str, res: StepResult, step_flows: list[tuple[str, str, int]],
+             loads: LinkLoads, model: PathModel, links: list[tuple[str, str]],
+             tops: set[str], mtu: int) -> dict:
+    pairs = [(s, d) for s, d, _ in step_flows if s != d]
+    per_flow = max((math.ceil(b / mtu) for s, d, b in step_flows if s != d), default=1)
+    model_loads = model.link_flows(pairs)
+    measured = measured_link_flows(loads.packets, per_flow, links)
+    model_c, model_max = conflicts(model_loads)
+    meas_c, meas_max = conflicts(measured)
+    crossing = [(s, d) for s, d in pairs if model.crosses(s, d, tops)] if tops else []
+    return {"part": part, "order": order, "step": res.index, "phase": res.phase,
+            "flows": len(pairs), "bytes": res.bytes, "time_s": round(res.time_s, 4),
+            "complete": int(res.complete), "model_max_link_flows": model_max,
+            "model_conflicts": model_c, "measured_max_link_flows": meas_max,
+            "measured_conflicts": meas_c,
+            "multipath_flows": sum(model.multipath(s, d) for s, d in pairs),
+            "model_superspine_packets": len(crossing) * per_flow,
+            "superspine_packets": sum(n for (a, _), n in loads.packets.items() if a in tops),
+            "superspine_bytes": sum(n for (a, _), n in loads.bytes.items() if a in tops),
+            "out_of_order": res.out_of_order, "lost": res.lost_packets}
+
+
+def run_part(ctx: RunContext, fabric_name: str, target: str) -> tuple[list[dict], list[dict]]:
+    params = ctx.params
+    algorithm, orders = PARTS[fabric_name]
+    spec = build_fabric(fabric_name, **SCALES[fabric_name], rate_mbps=params["link_mbps"],
+                        queue_pkts=params["queue_pkts"])
+    model = PathModel(spec)
+    links = switch_links(spec)
+    tops = {sw.name for sw in spec.switches if sw.role == "superspine"}
+    mtu = params["mtu_payload"]
+    collectives, steps = [], []
+    with LbLab(spec, mode="ecmp", target=target,
+               log_dir=ctx.out.path / "logs" / fabric_name) as lab:
+        for order in orders:
+            ranks = placement(spec, order)
+            sched = schedule(algorithm, len(ranks), params["size"])
+            hosts = [lab.host(nic) for nic in ranks]
+            rows: list[dict] = []
+            with CollectiveRunner(hosts, params["link_mbps"] * 1e6, mtu_payload=mtu,
+                                  sender={"dcqcn": False}) as runner:
+                before = [lab.link_counters()]
+
+                def on_step(res: StepResult, sched=sched, ranks=ranks, rows=rows,
+                            before=before, order=order) -> None:
+                    after = lab.link_counters()
+                    flows = [(ranks[f.src], ranks[f.dst], f.bytes)
+                             for f in sched.steps[res.index].flows]
+                    rows.append(step_row(fabric_name, order, res, flows, after - before[0],
+                                         model, links, tops, mtu))
+                    before[0] = after
+                result = runner.run(sched, on_step)
+            steps += rows
+            collectives.append({
+                "part": fabric_name, "fabric": spec.name, "algorithm": sched.name,
+                "order": order, "ranks": len(ranks), "size": sched.size,
+                "total_s": round(result.total_s, 4), "complete": int(result.complete),
+                "algbw_bps": round(result.algbw_bps), "steps": len(rows),
+                "model_superspine_packets": sum(r["model_superspine_packets"] for r in rows),
+                "superspine_packets": sum(r["superspine_packets"] for r in rows),
+                "superspine_bytes": sum(r["superspine_bytes"] for r in rows),
+                "model_conflicts": sum(r["model_conflicts"] for r in rows),
+                "measured_conflicts": sum(r["measured_conflicts"] for r in rows),
+                "lost": sum(r["lost"] for r in rows)})
+            ctx.progress(f"topology-aware: {fabric_name} {sched.name} {order}: "
+                         f"{result.total_s:.2f} s, superspine packets "
+                         f"{collectives[-1]['superspine_packets']} (model "
+                         f"{collectives[-1]['model_superspine_packets']}), link conflicts "
+                         f"per step {[r['measured_conflicts'] for r in rows]} (model "
+                         f"{[r['model_conflicts'] for r in rows]})")
+    return collectives, steps
+
+
+def run(ctx: RunContext) -> None:
+    names = [ctx.fabric] if ctx.fabric else list(ctx.params["parts"])
+    unknown = sorted(set(names) - set(PARTS))
+    if unknown:
+        raise ExperimentError(f"topology-aware: no part for {', '.join(unknown)}; "
+                              f"parts: {', '.join(PARTS)}")
+    target = "p4switch" if ctx.target == "auto" else ctx.target
+    collectives, steps = [], []
+    for name in names:
+        c, s = run_part(ctx, name, target)
+        collectives += c
+        steps += s
+    ctx.out.write_csv("collectives.csv", collectives, COLLECTIVE_FIELDS)
+    ctx.out.write_csv("steps.csv", steps, STEP_FIELDS)
+
+
+EXPERIMENT = Experiment(
+    name="topology-aware",
+    summary="rank placement: AIPod ring with naive vs topology-aware order (superspine traffic), "
+            "BiGraph halving-doubling with naive vs EFLOPS-remapped ranks (link conflicts)",
+    duration="about 1 min with --quick, 2 min in full; Mininet, root",
+    defaults={"parts": ["aipod", "bigraph"], "size": 131072, "link_mbps": 1.0,
+              "queue_pkts": 256, "mtu_payload": 1024},
+    quick={"size": 65536},
+    run=run,
+    plot=plot,
+    fabrics=tuple(PARTS),
+    needs_root=True,
+    tags=("mininet",),
+)
