@@ -87,16 +87,17 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             abort(context, "UNIMPLEMENTED",
                   "Support for atomic write modes has not been implemented yet")
         results: list[tuple[str, str] | None] = []
-        with self.device.lock:
-            for update in request.updates:
-                try:
+        lock = self.device.lock
+        for update in request.updates:  # locked per update: big batches do not stall packets
+            try:
+                with lock:
                     pipeline.codec.write(update)
-                    results.append(None)
-                except RuntimeApiError as exc:
-                    results.append((exc.code, exc.message))
-                except Exception as exc:  # a bug must fail the update, not the switch
-                    log.exception("Write failed")
-                    results.append(("UNKNOWN", f"internal error: {type(exc).__name__}: {exc}"))
+                results.append(None)
+            except RuntimeApiError as exc:
+                results.append((exc.code, exc.message))
+            except Exception as exc:  # a bug must fail the update, not the switch
+                log.exception("Write failed")
+                results.append(("UNKNOWN", f"internal error: {type(exc).__name__}: {exc}"))
         if any(r is not None for r in results):
             abort_write(context, results)
         return p4runtime_pb2.WriteResponse()
