@@ -4,7 +4,8 @@ Flows are keyed by (source IP, destination QPN). For every data packet the recei
 - verifies the ICRC (after stripping the DLB tag) and drops the packet if it is wrong,
 - tracks PSNs: a jump ahead records the skipped PSNs as missing; an arrival below the highest
   PSN seen fills one of them (out of order, distance = highest - PSN) or is a duplicate,
-- counts ECN-CE and answers with a CNP, at most one per `cnp_interval_s` per QP (as NICs do),
+- counts ECN-CE and answers with a CNP, at most one per `cnp_interval_s` per QP (as NICs do);
+  optionally a PSN gap in an untagged flow draws one too (packet spraying without tags),
 - ACKs packets that ask for it (the last of each message),
 - pushes the packet into the QP's reorder buffer (tag seq if tagged, else PSN); messages are
   assembled from the in-order stream, so a message completes when its last byte is deliverable,
@@ -58,6 +59,7 @@ class ReceiverConfig:
     cnp: bool = True
     cnp_interval_s: float = 0.050  # min gap between CNPs of one QP (scaled from 50 us)
     cnp_dscp: int = 48  # CNPs on a high priority (6)
+    cnp_on_out_of_order: bool = False  # also answer a PSN gap in an untagged flow with a CNP
     ack: bool = True
     reorder_capacity: int = 4096
     reorder_timeout_s: float = 0.100
@@ -228,6 +230,7 @@ class Receiver:
         binr = res.bins.get(b)
         if binr is None:
             binr = res.bins[b] = Bin()
+        gap = 0
         if ext > flow.highest:
             gap = ext - flow.highest - 1
             if gap:
@@ -260,14 +263,20 @@ class Receiver:
         res.last_t = self._last_data = now
         if tag_seq >= 0:
             res.tagged += 1
-        if frame[15] & 3 == ECN_CE:
+        ce = frame[15] & 3 == ECN_CE
+        if ce:
             res.ce_marked += 1
             binr.ce_marked += 1
-            if self.cfg.cnp and now - flow.last_cnp >= self.cfg.cnp_interval_s:
-                flow.last_cnp = now
-                self._reply(flow, frame, l4, CNP, 0)
-                res.cnp_sent += 1
-                binr.cnp_sent += 1
+        # A PSN ahead of the next expected one also draws a CNP where the NIC does that, unless
+        # the packet is tagged as reorderable.
+        gap_cnp = gap and tag_seq < 0 and self.cfg.cnp_on_out_of_order
+        if (ce or gap_cnp) and self.cfg.cnp and now - flow.last_cnp >= self.cfg.cnp_interval_s:
+            flow.last_cnp = now
+            self._reply(flow, frame, l4, CNP, 0)
+            res.cnp_sent += 1
+            binr.cnp_sent += 1
+            if not ce:
+                res.cnp_out_of_order += 1
         if frame[bth + 8] & 0x80 and self.cfg.ack:
             self._reply(flow, frame, l4, ACK, psn)
             res.acks_sent += 1

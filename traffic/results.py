@@ -111,6 +111,7 @@ class QPRecvResult:
     duplicates: int = 0
     ce_marked: int = 0
     cnp_sent: int = 0
+    cnp_out_of_order: int = 0  # of those, CNPs for a PSN gap rather than an ECN mark
     acks_sent: int = 0
     icrc_errors: int = 0
     tagged: int = 0

@@ -97,6 +97,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--bin", type=positive(float), default=10.0, help="time bin in ms (10)")
     r.add_argument("--cnp-interval", type=float, default=50.0, help="min ms between CNPs per QP")
     r.add_argument("--no-cnp", action="store_true")
+    r.add_argument("--cnp-on-ooo", action="store_true",
+                   help="also answer a PSN gap in an untagged flow with a CNP")
     r.add_argument("--out-dir", type=Path, default=Path("."),
                    help="where recv.csv and recv.json go (.)")
     r.add_argument("--csv", type=Path, help="time series CSV path (default OUT_DIR/recv.csv)")
@@ -196,7 +198,8 @@ def _recv(args: argparse.Namespace) -> int:
         cfg = ReceiverConfig(iface=args.iface, duration_s=args.duration,
                              idle_timeout_s=args.idle_timeout,
                              expect=[_expect(e) for e in args.expect], bin_s=args.bin / 1000,
-                             cnp=not args.no_cnp, cnp_interval_s=args.cnp_interval / 1000)
+                             cnp=not args.no_cnp, cnp_interval_s=args.cnp_interval / 1000,
+                             cnp_on_out_of_order=args.cnp_on_ooo)
         problems = cfg.problems()
         if problems:
             raise UsageError("; ".join(problems))

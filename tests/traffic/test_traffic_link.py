@@ -256,3 +256,16 @@ def test_switch_tags_with_offset_or_shared_counters(relayed_net, run_flow, share
         assert max(m["fct_s"] for m in r["messages"]) < 1.0  # never waited for the timeout
     held = {r["qpn"]: r["out_of_order"] for r in got["qps"]}
     assert sum(held.values()) == 4  # PSNs 5 and 40 of each QP were held back
+
+
+@pytest.mark.parametrize("tagged", [False, True])
+def test_cnp_on_out_of_order_only_for_untagged_flows(relayed_net, run_flow, tagged):
+    a, b = relayed_net.hosts["a"], relayed_net.hosts["b"]
+    qps = [{"dst_ip": b.ip, "qpn": 26, "rate_bps": 4e6, "message_bytes": 30 * 1024,
+            "messages": 1, "tag": tagged}]
+    with relay(relayed_net, hold="10:2"):
+        sent, got = run_flow(a, b, qps, recv={"cnp_on_out_of_order": True, "cnp_interval_s": 1})
+    r = got["qps"][0]
+    assert r["out_of_order"] == 1 and r["ce_marked"] == 0
+    assert (r["cnp_sent"], r["cnp_out_of_order"]) == ((0, 0) if tagged else (1, 1))
+    assert sent["qps"][0]["cnps"] == r["cnp_sent"]
