@@ -38,8 +38,12 @@ def timed(fn):
     return result, time.monotonic() - started
 
 
-def bench(fabric: str, target_name: str, idle: float, pipelines: dict) -> dict[str, float]:
+def bench(fabric: str, target_name: str, idle: float, pipelines: dict,
+          prefix: str = "") -> dict[str, float]:
     spec = build_fabric(fabric)
+    if prefix:  # own names and management ports, beside other running fabrics
+        from tests.controller.fabrics import prefixed
+        spec = prefixed(spec, prefix)
     target = select_target(target_name)
     if target.name not in pipelines:
         pipelines[target.name], pipelines["compile"] = timed(
@@ -74,16 +78,23 @@ def bench(fabric: str, target_name: str, idle: float, pipelines: dict) -> dict[s
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("fabrics", nargs="*", default=["hpn7", "leafspine", "bigraph", "aipod"],
-                        choices=sorted(FABRICS), metavar="FABRIC")
+    parser.add_argument("fabrics", nargs="*", metavar="FABRIC",
+                        help=f"fabrics to bring up (default: all of {', '.join(FABRICS)})")
     parser.add_argument("--target", default="p4switch", choices=("auto", "p4switch", "bmv2"))
     parser.add_argument("--idle", type=float, default=5.0, help="idle CPU window, seconds")
+    parser.add_argument("--prefix", default="",
+                        help="prefix node/interface names and move gRPC/CLI ports (e.g. ct) to "
+                             "run beside another fabric")
     args = parser.parse_args()
+    unknown = sorted(set(args.fabrics) - set(FABRICS))
+    if unknown:
+        parser.error(f"unknown fabric(s) {', '.join(unknown)}; choose from {', '.join(FABRICS)}")
+    fabrics = args.fabrics or list(FABRICS)
     if os.geteuid() != 0:
         print("fabric_bringup: needs root (Mininet)", file=sys.stderr)
         return 2
     pipelines: dict = {}
-    rows = [(fabric, bench(fabric, args.target, args.idle, pipelines)) for fabric in args.fabrics]
+    rows = [(fabric, bench(fabric, args.target, args.idle, pipelines, args.prefix)) for fabric in fabrics]
     print(f"target {args.target}; P4 compile (once) {pipelines['compile']:.2f} s")
     print(f"{'fabric':<11}{'sw':>4}{'NICs':>5}{'mininet':>9}{'ready':>8}{'connect':>9}"
           f"{'routes':>8}{'UP':>7}{'writes':>8}{'idle CPU':>10}")
