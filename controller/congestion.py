@@ -11,8 +11,10 @@ What it writes on each switch (`p4src/include/ecn.p4`, `pfc.p4`):
   kmin = kmax is a single marking threshold.
 - `dscp_priority`: DSCP -> priority (the PFC class and, with --priority-queues, the egress queue);
   RoCE data (DSCP 26) on 3 and CNPs (DSCP 48) on 6 by default, as in RoCE deployments.
-- `pfc_config`: XOFF/XON (packets), pause quanta and refresh period per egress port, and the clone
-  sessions PFC_SESSION_BASE + p -> p that carry the pause frames to port p.
+- `pfc_config` (egress): XOFF/XON (packets), pause quanta and refresh period per egress port;
+  `pfc_propagation` (ingress): arrivals for a paused queue that pause its upstream; `pfc_link`
+  (ingress): the time one quantum stands for per port; and the clone sessions
+  PFC_SESSION_BASE + p -> p that carry the pause frames to port p.
 - `pfc_rx_mode`: punt received PFC frames to the controller (BMv2's pause agent) or drop them.
 
 Every call replaces what the tables held before, so the knobs can be turned while traffic runs.
@@ -41,12 +43,16 @@ ECN_TABLE_SIZE = 256
 TABLES = {
     "ecn": "FabricEgress.ecn.ecn_profile",
     "pfc": "FabricEgress.pfc.pfc_config",
+    "propagation": "FabricIngress.pfc_reception.pfc_propagation",
+    "link": "FabricIngress.pfc_reception.pfc_link",
     "class": "FabricIngress.traffic_class.dscp_priority",
     "rx": "FabricIngress.pfc_reception.pfc_rx_mode",
 }
 ACTIONS = {
     "ecn": "FabricEgress.ecn.set_mark_threshold",
     "pfc": "FabricEgress.pfc.enable_pfc",
+    "propagation": "FabricIngress.pfc_reception.propagate_pfc",
+    "link": "FabricIngress.pfc_reception.set_quantum",
     "class": "FabricIngress.traffic_class.set_priority",
     "punt": "FabricIngress.pfc_reception.punt_pfc_frames",
     "noop": "NoAction",
@@ -101,12 +107,20 @@ class EcnProfile:
 @dataclass(frozen=True)
 class PfcConfig:
     """PFC generation on egress queues: thresholds in packets, pause in quanta (512 bit times
-    at the link rate the receiver assumes), refresh period in µs while over XOFF."""
+    at `link_mbps`, the rate both ends assume), refresh period in µs while over XOFF.
+    `xoff_paused`: arrivals for a paused queue that pause its upstream (default XOFF / 2: the
+    queue usually held packets when it stopped)."""
 
     xoff: int
     xon: int
     quanta: int = 0xFFFF
     refresh_us: int = 10_000
+    link_mbps: float = 10.0
+    xoff_paused: int | None = None
+
+    @property
+    def paused_threshold(self) -> int:
+        return self.xoff_paused if self.xoff_paused is not None else max(1, self.xoff // 2)
 
     def problems(self) -> list[str]:
         out = []
@@ -118,10 +132,19 @@ class PfcConfig:
             out.append(f"PFC quanta must be 1..65535, got {self.quanta}")
         if self.refresh_us <= 0:
             out.append(f"PFC refresh must be > 0 µs, got {self.refresh_us}")
+        if self.link_mbps <= 0:
+            out.append(f"PFC link rate must be > 0 Mb/s, got {self.link_mbps}")
+        if self.xoff_paused is not None and self.xoff_paused <= 0:
+            out.append(f"PFC xoff_paused must be > 0 packets, got {self.xoff_paused}")
         return out
 
-    def pause_s(self, link_bps: float) -> float:
-        return self.quanta * 512 / link_bps
+    @property
+    def quantum_us_q10(self) -> int:
+        """µs per quantum x 1024, as pfc_link takes it."""
+        return round(512 / (self.link_mbps * 1e6) * 1e6 * 1024)
+
+    def pause_s(self) -> float:
+        return self.quanta * 512 / (self.link_mbps * 1e6)
 
 
 @dataclass(frozen=True)
@@ -209,6 +232,14 @@ def table_entities(schema: Schema, ports: Iterable[int], config: CongestionConfi
                        ACTIONS["pfc"], {"xoff_packets": pfc.xoff, "xon_packets": pfc.xon,
                                         "quanta": pfc.quanta, "refresh": pfc.refresh_us})
                 for p in enabled]
+        out += [_entry(schema, TABLES["propagation"],
+                       [("standard_metadata.egress_spec", "exact", (p,))], ACTIONS["propagation"],
+                       {"xoff_packets": pfc.paused_threshold, "quanta": pfc.quanta,
+                        "refresh": pfc.refresh_us})
+                for p in enabled]
+        out += [_entry(schema, TABLES["link"], [("standard_metadata.ingress_port", "exact", (p,))],
+                       ACTIONS["link"], {"us_q10": pfc.quantum_us_q10})
+                for p in sorted(ports)]
     return out
 
 
@@ -232,7 +263,7 @@ def configure_switch(client: _Client, schema: Schema, ports: Iterable[int],
     ports = sorted(ports)
     wanted = table_entities(schema, ports, config)
     wildcard = []
-    for key in ("ecn", "class", "pfc"):
+    for key in ("ecn", "class", "pfc", "propagation", "link"):
         entity = Entity()
         entity.table_entry.table_id = schema.table(TABLES[key]).preamble.id
         wildcard.append(entity)

@@ -43,7 +43,6 @@ control FabricIngress(inout headers_t hdr,
     apply {
         packet_out_handler.apply(hdr, standard_metadata);
         port_counters.apply(standard_metadata);
-        pfc_reception.apply(hdr, standard_metadata);
         traffic_class.apply(hdr, standard_metadata);
         if (hdr.ipv4.isValid()) {
             flow_key.apply(hdr, meta);
@@ -58,6 +57,7 @@ control FabricIngress(inout headers_t hdr,
 #endif
         }
         routing.apply(hdr, meta, standard_metadata);
+        pfc_reception.apply(hdr, meta, standard_metadata);
     }
 }
 

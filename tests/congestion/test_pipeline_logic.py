@@ -159,3 +159,37 @@ def test_queue_telemetry_registers(pipe: Pipeline) -> None:
     cell = HOST_PORT * 8 + 3
     assert pipe.run(f"register_read FabricEgress.telemetry.queue_depth_max {cell}").endswith("7")
     assert pipe.run(f"register_read FabricEgress.telemetry.queue_depth_last {cell}").endswith("2")
+
+
+def pfc_frame(quanta: int, prio: int = 3) -> bytes:
+    fields = {f"c{prio}_enabled": 1, f"c{prio}_pause_time": quanta}
+    return bytes(Ether(src="02:00:0a:00:00:09", dst="01:80:c2:00:00:01")
+                 / MACControlClassBasedFlowControl(**fields)).ljust(60, b"\0")
+
+
+def test_pause_propagates_from_a_paused_queue(pipe: Pipeline) -> None:
+    """A queue paused by its downstream dequeues nothing; arrivals for it pause the upstream."""
+    quantum_q10 = round(512 / 10e6 * 1e6 * 1024)  # 10 Mb/s: 51.2 µs per quantum
+    for port in (SPINE_PORT, HOST_PORT, OTHER_PORT):
+        pipe.run(f"table_add FabricIngress.pfc_reception.pfc_link "
+                 f"FabricIngress.pfc_reception.set_quantum {port} => {quantum_q10}")
+        pipe.run(f"mirroring_add {1000 + port} {port}")
+    pipe.run(f"table_add FabricIngress.pfc_reception.pfc_propagation "
+             f"FabricIngress.pfc_reception.propagate_pfc {HOST_PORT} => 3 500 1000000")
+    assert len(pipe.send(roce(), 0)) == 1  # not paused: nothing counted
+    assert pipe.engine.process(HOST_PORT, pfc_frame(0xFFFF)) == []  # downstream pauses us
+    assert len(pipe.send(roce(), 0)) == 1
+    assert len(pipe.send(roce("10.0.1.2"), 0)) == 1  # another queue: not paused
+    assert len(pipe.send(roce(), 0)) == 1
+    out = pipe.send(roce(), 0)  # third arrival for the paused queue
+    pause = [f for p, f in out if p == SPINE_PORT]
+    assert len(out) == 2 and len(pause) == 1
+    parsed = Ether(pause[0])[MACControlClassBasedFlowControl]
+    assert parsed.c3_enabled == 1 and parsed.c3_pause_time == 500 and len(pause[0]) == 60
+    assert len(pipe.send(roce(), 0)) == 1  # refresh not due
+    relayed = pipe.engine.process(HOST_PORT, pfc_frame(700))  # downstream refreshes its pause
+    assert [p for p, _ in relayed] == [SPINE_PORT]  # ... and the upstream gets it too
+    assert Ether(relayed[0][1])[MACControlClassBasedFlowControl].c3_pause_time == 700
+    assert pipe.engine.process(HOST_PORT, pfc_frame(0)) == []  # XON from downstream
+    assert len(pipe.send(roce(), 0)) == 1
+    assert len(pipe.send(roce(), 0)) == 1  # the count restarted

@@ -1,0 +1,253 @@
+"""PFC on the control side: a runtime-CLI channel, the PFC watchdog, and BMv2's pause agent.
+
+**RuntimeChannel** keeps one connection to a switch's runtime CLI. p4switch serves it on
+`127.0.0.1:<thrift port>` as JSON lines, cheap enough to poll every 100 ms; for BMv2 each
+command starts `simple_switch_CLI` (~0.3 s), so BMv2 polling is slower.
+
+**PfcWatchdog** (SONiC/Juniper-style, PARAMETERS.md): every `poll_s` it asks whether each
+watched (switch, port, priority) queue is paused; paused for `storm_s` without a break is a PFC
+storm (a peer that never stops pausing, or a deadlock). Action "drop": the queue's depth is set
+to 0, so its traffic is dropped instead of backing up the fabric, which is what ends the
+propagation; after `restore_s` without pause the depth comes back. Every storm and restore is
+an event with its time. On p4switch "paused" is the traffic manager's own state
+(`queue_stats`); on BMv2 it is what the pause agent applied.
+
+**PauseAgent** (BMv2 only). BMv2's queues cannot be paused. The program punts received PFC
+frames to the controller (`pfc_rx_mode` default `punt_pfc_frames`, i.e.
+`CongestionConfig(punt_pfc=True)`); the agent reads them as P4Runtime packet-ins and, for the
+pause time (quanta x 512 / link rate), sets the queue rate of that (port, priority) to
+`paused_pps`, restoring the configured rate when the pause expires or on XON. Differences from a
+real pause: BMv2 schedules a packet's departure when it is enqueued, so packets queued during
+the "pause" leave at the low rate even after the rate is restored, and the pause takes effect
+one runtime-CLI round trip late (hundreds of ms with `simple_switch_CLI`). p4switch honours
+pause in its traffic manager at the port and needs no agent.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from controller.queues import run_commands
+
+
+class RuntimeChannelError(RuntimeError):
+    pass
+
+
+class RuntimeChannel:
+    """One switch's runtime CLI: `command(line)` returns the output or raises."""
+
+    def __init__(self, target: str, thrift_port: int, timeout: float = 5.0) -> None:
+        self.target, self.port, self.timeout = target, thrift_port, timeout
+        self._sock: socket.socket | None = None
+        self._file = None
+        self._lock = threading.Lock()
+
+    def _connect(self) -> None:
+        try:
+            self._sock = socket.create_connection(("127.0.0.1", self.port), self.timeout)
+        except OSError as err:
+            raise RuntimeChannelError(f"runtime CLI on port {self.port}: {err}") from None
+        self._file = self._sock.makefile("rwb")
+
+    def command(self, line: str) -> str:
+        if self.target != "p4switch":
+            return run_commands(self.target, self.port, [line], timeout=self.timeout)
+        with self._lock:
+            if self._sock is None:
+                self._connect()
+            try:
+                self._file.write(line.encode() + b"\n")
+                self._file.flush()
+                raw = self._file.readline()
+            except OSError as err:
+                self.close()
+                raise RuntimeChannelError(f"runtime CLI on port {self.port}: {err}") from None
+            if not raw:
+                self.close()
+                raise RuntimeChannelError(f"runtime CLI on port {self.port} closed")
+        reply = json.loads(raw)
+        if not reply["ok"]:
+            raise RuntimeChannelError(f"{line!r} on port {self.port}: {reply['output']}")
+        return reply["output"]
+
+    def queue_stats(self, port: int, priority: int) -> dict[str, int | bool]:
+        """p4switch's `queue_stats`: depth, enqueued, dequeued, dropped, paused."""
+        words = self.command(f"queue_stats {port} {priority}").split()
+        stats: dict[str, int | bool] = {}
+        for key, value in zip(words[4::2], words[5::2], strict=False):
+            stats[key] = value == "True" if key == "paused" else int(value)
+        return stats
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._file.close()
+            self._sock.close()
+        self._sock = self._file = None
+
+
+QueueKey = tuple[str, int, int]  # (switch, port, priority)
+
+
+@dataclass
+class WatchdogEvent:
+    t: float  # epoch seconds
+    switch: str
+    port: int
+    priority: int
+    kind: str  # "storm" | "restore"
+
+
+@dataclass
+class _Watch:
+    paused_since: float | None = None
+    clear_since: float | None = None
+    storming: bool = False
+
+
+@dataclass
+class PfcWatchdog:
+    """Polls `is_paused(switch, port, prio)`; on a storm calls `set_depth(switch, port, prio, 0)`
+    and later `set_depth(..., restore_depth)`."""
+
+    queues: Iterable[QueueKey]
+    is_paused: Callable[[str, int, int], bool]
+    set_depth: Callable[[str, int, int, int], None]
+    restore_depth: int = 64
+    poll_s: float = 0.1
+    storm_s: float = 0.2
+    restore_s: float = 0.2
+    clock: Callable[[], float] = time.monotonic
+    events: list[WatchdogEvent] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.queues = list(self.queues)
+        self._state = {key: _Watch() for key in self.queues}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.errors: list[str] = []
+
+    @property
+    def storms(self) -> int:
+        return sum(e.kind == "storm" for e in self.events)
+
+    def poll(self) -> None:
+        """One round over every watched queue."""
+        now = self.clock()
+        for key in self.queues:
+            watch = self._state[key]
+            if self.is_paused(*key):
+                watch.clear_since = None
+                if watch.paused_since is None:
+                    watch.paused_since = now
+                if not watch.storming and now - watch.paused_since >= self.storm_s:
+                    watch.storming = True
+                    self.set_depth(*key, 0)
+                    self.events.append(WatchdogEvent(time.time(), *key, "storm"))
+            else:
+                watch.paused_since = None
+                if watch.clear_since is None:
+                    watch.clear_since = now
+                if watch.storming and now - watch.clear_since >= self.restore_s:
+                    watch.storming = False
+                    self.set_depth(*key, self.restore_depth)
+                    self.events.append(WatchdogEvent(time.time(), *key, "restore"))
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.poll_s):
+            try:
+                self.poll()
+            except (RuntimeChannelError, OSError, ValueError) as err:
+                self.errors.append(str(err))
+
+    def start(self) -> PfcWatchdog:
+        self._thread = threading.Thread(target=self._run, name="pfc-watchdog", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+
+
+def p4switch_watchdog(channels: dict[str, RuntimeChannel], queues: Iterable[QueueKey],
+                      **kwargs) -> PfcWatchdog:
+    """A watchdog over p4switch queues: pause state from `queue_stats`, depth over the CLI."""
+    def is_paused(switch: str, port: int, prio: int) -> bool:
+        return bool(channels[switch].queue_stats(port, prio)["paused"])
+
+    def set_depth(switch: str, port: int, prio: int, depth: int) -> None:
+        channels[switch].command(f"set_queue_depth {depth} {port} {prio}")
+
+    return PfcWatchdog(queues, is_paused, set_depth, **kwargs)
+
+
+# ---- BMv2 pause agent ------------------------------------------------------------------------
+def parse_punted_pfc(payload: bytes) -> dict[int, int] | None:
+    """priority -> quanta of a punted PFC frame (the packet-in payload is the frame)."""
+    if len(payload) < 34 or payload[12:16] != b"\x88\x08\x01\x01":
+        return None
+    enabled = int.from_bytes(payload[16:18], "big")
+    return {p: int.from_bytes(payload[18 + 2 * p:20 + 2 * p], "big")
+            for p in range(8) if enabled >> p & 1}
+
+
+@dataclass
+class PauseAgent:
+    """Applies punted PFC frames of one BMv2 switch as queue-rate changes (see module doc)."""
+
+    set_rate: Callable[[int, int, float], None]  # (port, priority, pps)
+    link_bps: float
+    normal_pps: float  # the queue rate to restore
+    paused_pps: float = 1.0
+    clock: Callable[[], float] = time.monotonic
+    until: dict[tuple[int, int], float] = field(default_factory=dict)
+    frames: int = 0
+
+    def on_frame(self, port: int, payload: bytes) -> bool:
+        quanta = parse_punted_pfc(payload)
+        if quanta is None:
+            return False
+        self.frames += 1
+        now = self.clock()
+        for prio, q in quanta.items():
+            key = (port, prio)
+            if q == 0:
+                if self.until.pop(key, None) is not None:
+                    self.set_rate(port, prio, self.normal_pps)
+                continue
+            if key not in self.until:
+                self.set_rate(port, prio, self.paused_pps)
+            self.until[key] = now + q * 512 / self.link_bps
+        return True
+
+    def expire(self) -> None:
+        """Restore the rate of queues whose pause ran out."""
+        now = self.clock()
+        for key, until in list(self.until.items()):
+            if until <= now:
+                del self.until[key]
+                self.set_rate(*key, self.normal_pps)
+
+    def is_paused(self, port: int, prio: int) -> bool:
+        return (port, prio) in self.until
+
+    def run(self, packet_ins, stop: threading.Event, port_of: Callable[[object], int],
+            tick_s: float = 0.005) -> None:
+        """Serve a P4RuntimeClient's `packet_ins` queue until `stop` is set."""
+        import queue
+
+        while not stop.is_set():
+            try:
+                packet = packet_ins.get(timeout=tick_s)
+            except queue.Empty:
+                packet = None
+            if packet is not None:
+                self.on_frame(port_of(packet), packet.payload)
+            self.expire()
