@@ -24,7 +24,7 @@ import statistics
 
 from experiments.ballsbins import expected_imbalance
 from experiments.framework import Experiment, ExperimentError, RunContext
-from experiments.lb_lab import FlowOutcome, FlowSpec, LbLab, LinkLoads
+from experiments.lb_lab import FlowOutcome, FlowSpec, LbLab, LinkLoads, prefixed
 from experiments.lb_plots import plot
 from topos import FabricSpec, build_fabric
 
@@ -64,8 +64,18 @@ def modes(params: dict) -> list[tuple[str, int]]:
 
 
 def fabric(name: str, params: dict) -> FabricSpec:
-    return build_fabric(name, **SCALES.get(name, {}), rate_mbps=params["link_mbps"],
+    spec = build_fabric(name, **SCALES.get(name, {}), rate_mbps=params["link_mbps"],
                         queue_pkts=params["queue_pkts"])
+    return isolated(spec, params)
+
+
+def isolated(spec: FabricSpec, params: dict) -> FabricSpec:
+    """With `name_prefix` set: node/interface names prefixed and gRPC/runtime CLI ports from
+    `port_base` up, so the run does not meet another fabric on this machine."""
+    if not params["name_prefix"]:
+        return spec
+    base = params["port_base"]
+    return prefixed(spec, params["name_prefix"], base, base + 500)
 
 
 def end_leaves(spec: FabricSpec) -> tuple[str, str]:
@@ -204,7 +214,8 @@ EXPERIMENT = Experiment(
     duration="about 1 min with --quick, 6 min in full; Mininet, root",
     defaults={"fabrics": ["leafspine", "bigraph"], "modes": ["ecmp", "flowlet", "dlb"],
               "flowlet_gaps_us": [1000, 50000], "flows": [2, 4, 8, 16], "seeds": 3,
-              "flow_bytes": 32768, "link_mbps": 1.0, "queue_pkts": 256, "timeout_s": 30.0},
+              "flow_bytes": 32768, "link_mbps": 1.0, "queue_pkts": 256, "timeout_s": 30.0,
+              "name_prefix": "", "port_base": 45000},
     quick={"fabrics": ["leafspine"], "flows": [2, 4, 8], "seeds": 2},
     run=run,
     plot=plot,

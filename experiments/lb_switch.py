@@ -32,6 +32,8 @@ class LbSwitch:
                  flowlet_gap_us: int | None = None, host_ports: Iterable[int] = ()) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown load-balancing mode {mode!r}; choose from {', '.join(MODES)}")
+        if flowlet_gap_us is not None and mode != "flowlet":
+            raise ValueError(f"{mode}.p4 has no flowlet gap")
         compiled = load_program(mode)
         self.mode = mode
         self.ports = list(ports)

@@ -21,13 +21,20 @@ from __future__ import annotations
 import math
 
 from experiments.framework import Experiment, ExperimentError, RunContext
+from experiments.lb_compare import isolated
 from experiments.lb_lab import LbLab, LinkLoads
 from experiments.lb_paths import PathModel, conflicts, measured_link_flows
 from experiments.lb_topo_plots import plot
 from topos import FabricSpec, build_fabric
 from traffic.collectives.placement import hdrm_map, topology_aware_ring
 from traffic.collectives.runner import CollectiveRunner, StepResult
-from traffic.collectives.schedule import Schedule, halving_doubling_allreduce, ring_allreduce
+from traffic.collectives.schedule import (
+    Flow,
+    Schedule,
+    Step,
+    halving_doubling_allreduce,
+    ring_allreduce,
+)
 
 COLLECTIVE_FIELDS = ["part", "fabric", "algorithm", "order", "ranks", "size", "total_s",
                      "complete", "algbw_bps", "steps", "model_superspine_packets",
@@ -38,8 +45,14 @@ STEP_FIELDS = ["part", "order", "step", "phase", "flows", "bytes", "time_s", "co
                "measured_conflicts", "multipath_flows", "model_superspine_packets",
                "superspine_packets", "superspine_bytes", "out_of_order", "lost"]
 PARTS = {"aipod": ("ring", ("naive", "aware")), "bigraph": ("hd", ("naive", "hdrm"))}
-SCALES = {"aipod": {"rails": 2, "groups": 2, "servers_per_group": 2},
-          "bigraph": {"switches_per_group": 4, "hosts_per_switch": 2}}
+AIPOD_SCALE = {"rails": 2, "groups": 2, "servers_per_group": 2}
+
+
+def scale(fabric_name: str, params: dict) -> dict:
+    if fabric_name == "aipod":
+        return AIPOD_SCALE
+    return {"switches_per_group": params["bigraph_switches_per_group"],
+            "hosts_per_switch": params["bigraph_hosts_per_switch"]}
 
 
 def placement(spec: FabricSpec, order: str) -> list[str]:
@@ -92,55 +105,66 @@ def step_row(part: str, order: str, res: StepResult, step_flows: list[tuple[str,
             "out_of_order": res.out_of_order, "lost": res.lost_packets}
 
 
+def on_hosts(sched: Schedule, ranks: list[str], nics: list[str]) -> Schedule:
+    """The schedule with every rank replaced by the index of its NIC in `nics`, so one runner
+    (one set of workers on `nics`) runs any placement."""
+    index = {nic: i for i, nic in enumerate(nics)}
+    steps = [Step([Flow(index[ranks[f.src]], index[ranks[f.dst]], f.bytes) for f in step.flows],
+                  step.phase) for step in sched.steps]
+    return Schedule(sched.name, sched.ranks, sched.size, steps, sched.busbw_factor)
+
+
 def run_part(ctx: RunContext, fabric_name: str, target: str) -> tuple[list[dict], list[dict]]:
     params = ctx.params
     algorithm, orders = PARTS[fabric_name]
-    spec = build_fabric(fabric_name, **SCALES[fabric_name], rate_mbps=params["link_mbps"],
-                        queue_pkts=params["queue_pkts"])
+    spec = isolated(build_fabric(fabric_name, **scale(fabric_name, params),
+                                 rate_mbps=params["link_mbps"], queue_pkts=params["queue_pkts"]),
+                    params)
     model = PathModel(spec)
     links = switch_links(spec)
     tops = {sw.name for sw in spec.switches if sw.role == "superspine"}
     mtu = params["mtu_payload"]
+    nics = [nic.name for nic in spec.host_nics()]
     collectives, steps = [], []
     with LbLab(spec, mode="ecmp", target=target,
-               log_dir=ctx.out.path / "logs" / fabric_name) as lab:
+               log_dir=ctx.out.path / "logs" / fabric_name) as lab, \
+            CollectiveRunner([lab.host(nic) for nic in nics], params["link_mbps"] * 1e6,
+                             mtu_payload=mtu, sender={"dcqcn": False}) as runner:
         for order in orders:
             ranks = placement(spec, order)
-            sched = schedule(algorithm, len(ranks), params["size"])
-            hosts = [lab.host(nic) for nic in ranks]
+            sched = on_hosts(schedule(algorithm, len(ranks), params["size"]), ranks, nics)
             rows: list[dict] = []
-            with CollectiveRunner(hosts, params["link_mbps"] * 1e6, mtu_payload=mtu,
-                                  sender={"dcqcn": False}) as runner:
-                before = [lab.link_counters()]
-
-                def on_step(res: StepResult, sched=sched, ranks=ranks, rows=rows,
-                            before=before, order=order) -> None:
-                    after = lab.link_counters()
-                    flows = [(ranks[f.src], ranks[f.dst], f.bytes)
-                             for f in sched.steps[res.index].flows]
-                    rows.append(step_row(fabric_name, order, res, flows, after - before[0],
-                                         model, links, tops, mtu))
-                    before[0] = after
-                result = runner.run(sched, on_step)
+            before = lab.link_counters()
+            for index, step in enumerate(sched.steps):
+                one = Schedule(sched.name, sched.ranks, sched.size, [step])
+                res = runner.run(one).steps[0]
+                res.index = index
+                after = lab.link_counters()
+                flows = [(nics[f.src], nics[f.dst], f.bytes) for f in step.flows]
+                rows.append(step_row(fabric_name, order, res, flows, after - before, model,
+                                     links, tops, mtu))
+                before = after
             steps += rows
-            collectives.append({
-                "part": fabric_name, "fabric": spec.name, "algorithm": sched.name,
-                "order": order, "ranks": len(ranks), "size": sched.size,
-                "total_s": round(result.total_s, 4), "complete": int(result.complete),
-                "algbw_bps": round(result.algbw_bps), "steps": len(rows),
-                "model_superspine_packets": sum(r["model_superspine_packets"] for r in rows),
-                "superspine_packets": sum(r["superspine_packets"] for r in rows),
-                "superspine_bytes": sum(r["superspine_bytes"] for r in rows),
-                "model_conflicts": sum(r["model_conflicts"] for r in rows),
-                "measured_conflicts": sum(r["measured_conflicts"] for r in rows),
-                "lost": sum(r["lost"] for r in rows)})
+            collectives.append(collective_row(fabric_name, spec.name, order, sched, rows))
             ctx.progress(f"topology-aware: {fabric_name} {sched.name} {order}: "
-                         f"{result.total_s:.2f} s, superspine packets "
+                         f"{collectives[-1]['total_s']:.2f} s, superspine packets "
                          f"{collectives[-1]['superspine_packets']} (model "
                          f"{collectives[-1]['model_superspine_packets']}), link conflicts "
                          f"per step {[r['measured_conflicts'] for r in rows]} (model "
                          f"{[r['model_conflicts'] for r in rows]})")
     return collectives, steps
+
+
+def collective_row(part: str, fabric_name: str, order: str, sched: Schedule,
+                   rows: list[dict]) -> dict:
+    total = sum(float(r["time_s"]) for r in rows)
+    return {"part": part, "fabric": fabric_name, "algorithm": sched.name, "order": order,
+            "ranks": sched.ranks, "size": sched.size, "total_s": round(total, 4),
+            "complete": int(all(r["complete"] for r in rows)),
+            "algbw_bps": round(sched.size * 8 / total) if total else 0, "steps": len(rows),
+            **{key: sum(r[key] for r in rows)
+               for key in ("model_superspine_packets", "superspine_packets", "superspine_bytes",
+                           "model_conflicts", "measured_conflicts", "lost")}}
 
 
 def run(ctx: RunContext) -> None:
@@ -165,8 +189,9 @@ EXPERIMENT = Experiment(
             "BiGraph halving-doubling with naive vs EFLOPS-remapped ranks (link conflicts)",
     duration="about 1 min with --quick, 2 min in full; Mininet, root",
     defaults={"parts": ["aipod", "bigraph"], "size": 131072, "link_mbps": 1.0,
-              "queue_pkts": 256, "mtu_payload": 1024},
-    quick={"size": 65536},
+              "queue_pkts": 256, "mtu_payload": 1024, "bigraph_switches_per_group": 4,
+              "bigraph_hosts_per_switch": 2, "name_prefix": "", "port_base": 45000},
+    quick={"size": 65536, "bigraph_switches_per_group": 2},
     run=run,
     plot=plot,
     fabrics=tuple(PARTS),
