@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from dataclasses import dataclass
@@ -53,6 +54,11 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._config_lock = threading.Lock()
         self._streams: set[Connection] = set()
         self._streams_lock = threading.Lock()
+        # compiled programs by device-config digest (the one given on the command line too)
+        self._programs: dict[bytes, Any] = {}
+        if device.program is not None:
+            self._programs[hashlib.sha256(device.program.device_config()).digest()] = \
+                device.program
         dataplane.packet_in = self._on_packet_in
 
     # -- helpers ---------------------------------------------------------------------------
@@ -189,11 +195,15 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         if not config.HasField("p4info"):
             raise RuntimeApiError("INVALID_ARGUMENT", "the config has no P4Info")
         if config.p4_device_config:
-            try:
-                program = CompiledProgram.from_device_config(config.p4_device_config)
-            except Exception as exc:
-                raise RuntimeApiError("INVALID_ARGUMENT",
-                                      f"cannot load the device config: {exc}") from None
+            key = hashlib.sha256(config.p4_device_config).digest()
+            program = self._programs.get(key)
+            if program is None:
+                try:
+                    program = CompiledProgram.from_device_config(config.p4_device_config)
+                except Exception as exc:
+                    raise RuntimeApiError("INVALID_ARGUMENT",
+                                          f"cannot load the device config: {exc}") from None
+                self._programs = {key: program}  # the last one: a re-push skips compiling
         elif self.device.program is not None:
             program = self.device.program  # the program given on the command line
         else:
