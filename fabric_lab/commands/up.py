@@ -3,7 +3,9 @@
 Stages, each timed: build the model, compile the P4 program for the target, start Mininet (hosts,
 links, one switch process per switch, each probed until its gRPC port accepts), connect the
 controller to every switch, and program them (pipeline + routes). Then one of:
-- the Mininet CLI (default), with the controller rerouting when a link goes down (`link a b down`);
+- the Mininet CLI (default), with the controller rerouting when a link goes down or the link
+  probes find it dropping; `link_fail A B`, `link_restore A B`, `link_drop A B PERCENT`,
+  `switch_fail S`, `links` and `events` fail and show links by name;
 - `--pingall`: every NIC pings every other once; exit 0 only when nothing was lost;
 - `--run CMD`: run CMD (split like a shell would, not run by one) against the running fabric;
   its environment has FABRIC_LAB_FABRIC = the fabric model as JSON; the controller disconnects
@@ -26,7 +28,6 @@ from pathlib import Path
 
 from controller.checks import pingall
 from controller.fabric import FabricController, ProgrammingError
-from controller.linkwatch import LinkWatcher
 from controller.p4rt import P4RuntimeError
 from controller.pipeline import PipelineError, build_pipeline
 from fabric_lab.commands.controller import add_program_args, load_fabric
@@ -127,17 +128,17 @@ def _hand_over(args: argparse.Namespace, spec, net, ctl: FabricController) -> in
             except OSError as err:
                 print(f"fabric-lab up: cannot run {args.run!r}: {err.strerror}", file=sys.stderr)
                 return 127
-    from mininet.cli import CLI
+    from controller.probes import LinkProber
+    from controller.reconverge import Reconverger
+    from topos.mininet.cli import FabricCLI
 
-    def on_change(switch: str, port: int, up: bool) -> None:
-        try:
-            ctl.set_link(switch, port, up=up)
-        except (ProgrammingError, P4RuntimeError) as err:
-            print(f"controller: rerouting failed: {err}", file=sys.stderr)
-
-    watcher = LinkWatcher(spec, on_change).start()
+    # reroute on port changes and on links the probes find dropping; `link_fail`, `link_drop`,
+    # `links` and `events` in the CLI
+    rc = Reconverger(ctl).start()
+    prober = LinkProber(ctl, on_verdict=rc.isolate).start()
     try:
-        CLI(net.net)
+        FabricCLI(net.net, spec, events=lambda: [str(e) for e in rc.events])
     finally:
-        watcher.stop()
+        prober.stop()
+        rc.stop()
     return 0

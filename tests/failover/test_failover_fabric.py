@@ -137,19 +137,18 @@ def test_a_dual_homed_nic_keeps_sending_through_its_other_tor(lab):
         uplinks = [ln.end(tor).port for ln in lab.spec.links_of(tor)
                    if lab.spec.is_switch(ln.other(tor).node)]
         carried = sum(tx_packets(lab, tor, p) for p in uplinks)
+        time.sleep(0.3)  # the ToR carries flows just before it fails
+        carried = sum(tx_packets(lab, tor, p) for p in uplinks) - carried
         failure = Failure("tor", tor)
         lab.fail(failure)
         time.sleep(1.5)  # the NIC's route moves flows to its other port
     try:
         assert carried > 0, f"{tor} carried none of the flows: the test shows nothing"
-        hit = 0
-        for f in flows:
+        for f in flows:  # those that went through the dead ToR moved to the other port
             rec = run.results[f.name]
             assert rec["last_t"] > failure.t_fail + 1.2, f"{f.name} stopped with {tor}"
             result = outcome(f.name, rec, {}, 0.01, run.t0, failure.t_fail)
             assert result.loss_window_s < 1.0, f"{f.name}: {result}"
-            hit += result.affected
-        assert hit > 0, "no flow went through the failed ToR"
     finally:
         lab.restore(failure)
         wait_for(lambda: lab.rc.wait_idle(0.1) and not lab.rc.down_links(), 5, "the restore")
