@@ -1,0 +1,77 @@
+"""Experiment `incast`: N-to-1 RoCEv2 incast under {no ECN/no PFC, ECN only, PFC only, ECN+PFC}.
+
+    fabric-lab run incast --quick          # about a minute: 3 senders, 100 KB each
+    fabric-lab run incast settings=pfc,ecn+pfc xoff=8
+
+A two-leaf, one-spine fabric on Mininet + p4switch (`incast_lab`): the senders share the first
+leaf, the receiver sits on the second, and the switch queue towards the receiver (host_pps) is
+the bottleneck; the fabric links are faster (fabric_pps). A victim flow shares the leaf uplink and
+the spine downlink with the incast but not the congested port, so PFC's head-of-line blocking
+shows as its slowdown. Output:
+- `summary.csv`: per setting drops (congested port, rest of the fabric), receiver losses, complete
+  messages, completion time, goodput, peak queues, ECN marks, CNPs, host pause frames and paused
+  time, spine paused time, victim throughput before/during the incast;
+- `timeseries.csv`: the telemetry samples (t from the incast start);
+- `queues.png`, `throughput.png`, `summary.png`.
+"""
+
+from __future__ import annotations
+
+from experiments.framework import Experiment, ExperimentError, RunContext
+from experiments.incast_lab import CongestionLab, incast_fabric
+from experiments.incast_plots import plot
+from experiments.incast_trial import SETTINGS, SUMMARY_FIELDS, run_trial
+from experiments.telemetry import COLUMNS
+
+SERIES_FIELDS = ["setting", *COLUMNS]
+
+
+def run(ctx: RunContext) -> None:
+    params = ctx.params
+    if ctx.target not in ("auto", "p4switch"):
+        raise ExperimentError("incast runs on p4switch: BMv2 cannot pause a queue (see "
+                              "controller/pfc_agent.py for its pause-agent emulation)")
+    unknown = [s for s in params["settings"] if s not in SETTINGS]
+    if unknown:
+        raise ExperimentError(f"unknown setting(s) {', '.join(unknown)}; "
+                              f"choose from {', '.join(SETTINGS)}")
+    spec, roles = incast_fabric(params["senders"])
+    summaries, series = [], []
+    with CongestionLab(spec, host_pps=params["host_pps"], fabric_pps=params["fabric_pps"],
+                       depth=params["depth"], link_mbps=params["link_mbps"],
+                       log_dir=ctx.out.path / "logs") as lab:
+        ctx.progress(f"incast: fabric up ({len(spec.switches)} switches), "
+                     f"{len(roles.senders)} senders -> {roles.receiver}")
+        nics = [*roles.senders, roles.receiver, roles.victim_src, roles.victim_dst]
+        agents = {nic: lab.agent(nic) for nic in nics}
+        for setting in params["settings"]:
+            result = run_trial(lab, roles, setting, params, agents)
+            summaries.append(result.summary)
+            series += result.series
+            s = result.summary
+            ctx.progress(f"incast: {setting}: {s['drops_congested']} drops at the congested "
+                         f"port, {s['messages_complete']}/{s['senders']} messages complete in "
+                         f"{s['completion_s']} s, peak queue {s['peak_queue_congested']}, "
+                         f"victim {s['victim_mbps_before']} -> {s['victim_mbps_during']} Mb/s")
+            ctx.out.write_csv("summary.csv", summaries, SUMMARY_FIELDS)
+            ctx.out.write_csv("timeseries.csv", series, SERIES_FIELDS)
+
+
+EXPERIMENT = Experiment(
+    name="incast",
+    summary="N-to-1 RoCEv2 incast with and without ECN/DCQCN and PFC: drops, completion, queues, "
+            "pauses and a victim flow's head-of-line blocking",
+    duration="about 1 min with --quick, 3 min in full; Mininet + p4switch, root",
+    defaults={"settings": list(SETTINGS), "senders": 3, "message_kb": 200, "host_pps": 250,
+              "fabric_pps": 1000, "depth": 64, "link_mbps": 10.0,
+              "kmin": 5, "kmax": 20, "pmax": 0.2,
+              "xoff": 10, "xon": 4, "quanta": 1000, "refresh_us": 20_000,
+              "victim_pps": 100, "victim_s": 6.0, "victim_lead_s": 1.0, "idle_s": 1.0,
+              "sample_ms": 50},
+    quick={"message_kb": 100, "victim_s": 3.5},
+    run=run,
+    plot=plot,
+    fabrics=("leafspine",),
+    needs_root=True,
+    tags=("congestion", "ecn", "pfc", "mininet"),
+)

@@ -1,0 +1,152 @@
+"""One incast under one congestion setting: senders, receiver, victim flow, telemetry, metrics.
+
+The senders on the first leaf each write one message to the receiver on the second leaf at the
+same moment; the victim flow runs from beside the senders to beside the receiver for the whole
+time (it shares the leaf uplink and the spine's downlink, not the congested port). Telemetry
+samples the four data queues on the way. Everything is measured, nothing is assumed: drops are
+the traffic manager's tail drops, losses the receiver's PSN gaps, pauses what the hosts obeyed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from controller.congestion import CongestionConfig, EcnProfile, PfcConfig
+from experiments.incast_lab import CongestionLab, IncastRoles
+from experiments.telemetry import TelemetrySampler
+from traffic.receiver import ExpectedFlow, ReceiverConfig
+from traffic.sender import QueuePairConfig, SenderConfig
+
+SETTINGS = ("none", "ecn", "pfc", "ecn+pfc")
+FRAME_BITS = 1082 * 8  # a 1024-byte RoCEv2 WRITE on the wire
+PFC_REGISTERS = ("FabricEgress.pfc.pair_congested", "FabricEgress.pfc.congested_pairs",
+                 "FabricEgress.pfc.pause_sent_at", "FabricIngress.pfc_reception.paused_until",
+                 "FabricIngress.pfc_reception.paused_arrivals",
+                 "FabricIngress.pfc_reception.pause_sent_at",
+                 "FabricIngress.pfc_reception.relay_to")
+
+SUMMARY_FIELDS = ["setting", "drops_congested", "drops_fabric", "lost", "messages_complete",
+                  "senders", "completion_s", "goodput_mbps", "peak_queue_congested",
+                  "peak_queue_upstream", "peak_queue_leaf_uplink", "ecn_marked", "cnps",
+                  "rate_cuts", "host_pause_frames", "host_paused_s", "spine_paused_s",
+                  "victim_mbps_before", "victim_mbps_during", "victim_slowdown",
+                  "victim_received"]
+
+
+def congestion_config(setting: str, params: dict[str, Any]) -> CongestionConfig:
+    if setting not in SETTINGS:
+        raise ValueError(f"unknown setting {setting!r}; choose from {', '.join(SETTINGS)}")
+    ecn = EcnProfile(params["kmin"], params["kmax"], params["pmax"]) if "ecn" in setting else None
+    pfc = (PfcConfig(params["xoff"], params["xon"], params["quanta"], params["refresh_us"],
+                     params["link_mbps"]) if "pfc" in setting else None)
+    return CongestionConfig(ecn=ecn, pfc=pfc).check()
+
+
+@dataclass
+class TrialResult:
+    summary: dict[str, Any]
+    series: list[dict[str, Any]]  # telemetry rows, t_s from the incast start
+
+
+def run_trial(lab: CongestionLab, roles: IncastRoles, setting: str, params: dict[str, Any],
+              agents: dict[str, Any]) -> TrialResult:
+    """`agents`: NIC name -> traffic Agent, reused across trials."""
+    lab.configure(congestion_config(setting, params))
+    for channel in lab.channels.values():
+        for name in PFC_REGISTERS:
+            channel.command(f"register_reset {name}")
+    message = params["message_kb"] * 1024
+    host_bps = params["host_pps"] * FRAME_BITS
+    link_bps = params["link_mbps"] * 1e6
+    qpns = {nic: 0x100 + i for i, nic in enumerate(roles.senders)}
+    victim_qpn = 0x200
+
+    sampler = TelemetrySampler(lab.channels, roles.watched(),
+                               interval_s=params["sample_ms"] / 1000).start()
+    rx, vrx = agents[roles.receiver], agents[roles.victim_dst]
+    rx.start_recv(ReceiverConfig(
+        iface=lab.iface(roles.receiver), idle_timeout_s=params["idle_s"],
+        expect=[ExpectedFlow(lab.ip(nic), qpn, message) for nic, qpn in qpns.items()]))
+    vrx.start_recv(ReceiverConfig(iface=lab.iface(roles.victim_dst), idle_timeout_s=1.0,
+                                  duration_s=params["victim_s"] + 2.0))
+    t_victim = time.time() + 0.3
+    t_incast = t_victim + params["victim_lead_s"]
+    agents[roles.victim_src].start_send(SenderConfig(
+        iface=lab.iface(roles.victim_src), link_bps=link_bps, start_at=t_victim,
+        duration_s=params["victim_s"],
+        qps=[QueuePairConfig(lab.ip(roles.victim_dst), victim_qpn,
+                             rate_bps=params["victim_pps"] * FRAME_BITS, messages=None)]))
+    for nic, qpn in qpns.items():
+        agents[nic].start_send(SenderConfig(
+            iface=lab.iface(nic), link_bps=link_bps, start_at=t_incast,
+            qps=[QueuePairConfig(lab.ip(roles.receiver), qpn, rate_bps=host_bps,
+                                 message_bytes=message)]))
+    received = rx.result(params["victim_s"] + 60)
+    sent = [agents[nic].result(60) for nic in qpns]
+    victim_sent = agents[roles.victim_src].result(params["victim_s"] + 30)
+    victim = vrx.result(params["victim_s"] + 30)
+    rows = sampler.stop()
+    if sampler.errors:
+        raise RuntimeError(f"telemetry failed: {sampler.errors[0]}")
+    offset = t_incast - sampler.t0
+    for row in rows:
+        row["t_s"] = round(row["t_s"] - offset, 4)
+        row["setting"] = setting
+    incast_end = max((q["last_t"] for q in received["qps"]), default=t_incast)
+    summary = _summary(setting, roles, rows, received, sent, victim_sent, victim,
+                       t_incast, incast_end, params)
+    return TrialResult(summary, rows)
+
+
+def _delta(rows: list[dict], key: str, queue: tuple[str, int]) -> int:
+    values = [r[key] for r in rows if (r["switch"], r["port"]) == queue]
+    return values[-1] - values[0] if values else 0
+
+
+def _peak(rows: list[dict], queue: tuple[str, int]) -> int:
+    return max((r["depth_max"] for r in rows if (r["switch"], r["port"]) == queue), default=0)
+
+
+def _victim_mbps(rows: list[dict], queue: tuple[str, int], lo: float, hi: float) -> float:
+    """Throughput of the victim's egress port between t = lo and hi (s from the incast start)."""
+    series = [r for r in rows if (r["switch"], r["port"]) == queue and lo <= r["t_s"] <= hi]
+    if len(series) < 2:
+        return 0.0
+    packets = series[-1]["tx_packets"] - series[0]["tx_packets"]
+    return packets * FRAME_BITS / (series[-1]["t_s"] - series[0]["t_s"]) / 1e6
+
+
+def _summary(setting: str, roles: IncastRoles, rows: list[dict], received: dict,
+             sent: list[dict], victim_sent: dict, victim: dict, t_incast: float,
+             incast_end: float, params: dict[str, Any]) -> dict[str, Any]:
+    qps = received["qps"]
+    span = incast_end - min((q["first_t"] for q in qps), default=incast_end)
+    during = max(incast_end - t_incast, 0.2)
+    before = _victim_mbps(rows, roles.victim_port, -params["victim_lead_s"] + 0.1, -0.05)
+    in_incast = _victim_mbps(rows, roles.victim_port, 0.0, during)
+    return {
+        "setting": setting,
+        "drops_congested": _delta(rows, "dropped", roles.congested),
+        "drops_fabric": sum(_delta(rows, "dropped", q) for q in
+                            (roles.spine_down, roles.leaf_up, roles.victim_port)),
+        "lost": sum(q["lost"] for q in qps),
+        "messages_complete": sum(q["messages_complete"] for q in qps),
+        "senders": len(roles.senders),
+        "completion_s": round(incast_end - t_incast, 3),
+        "goodput_mbps": round(sum(q["bytes"] for q in qps) * 8 / span / 1e6, 3) if span else 0,
+        "peak_queue_congested": _peak(rows, roles.congested),
+        "peak_queue_upstream": _peak(rows, roles.spine_down),
+        "peak_queue_leaf_uplink": _peak(rows, roles.leaf_up),
+        "ecn_marked": _delta(rows, "ecn_marked", roles.congested),
+        "cnps": sum(q["cnps"] for s in sent for q in s["qps"]),
+        "rate_cuts": sum(q["rate_cuts"] for s in sent for q in s["qps"]),
+        "host_pause_frames": sum(s["pause_frames"] for s in sent) + victim_sent["pause_frames"],
+        "host_paused_s": round(max([s["paused_s"] for s in sent] + [victim_sent["paused_s"]]), 3),
+        "spine_paused_s": round(_delta(rows, "paused_s", roles.spine_down), 3),
+        "victim_mbps_before": round(before, 3),
+        "victim_mbps_during": round(in_incast, 3),
+        "victim_slowdown": round(before / in_incast, 2) if in_incast > 0 else None,
+        "victim_received": victim["packets"],
+    }
