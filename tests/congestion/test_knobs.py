@@ -1,0 +1,154 @@
+"""ECN/PFC knobs, the PFC watchdog and the BMv2 pause agent, without a network."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import pytest
+from p4.v1 import p4runtime_pb2
+
+from controller.congestion import (
+    ALWAYS,
+    CongestionConfig,
+    CongestionConfigError,
+    EcnProfile,
+    PfcConfig,
+    configure_switch,
+    table_entities,
+)
+from controller.pfc_agent import PauseAgent, PfcWatchdog, parse_punted_pfc
+from controller.pipeline import build_pipeline
+from controller.schema import Schema
+from traffic.pfc import build_pause
+
+PROGRAM = Path(__file__).resolve().parents[2] / "p4src" / "ecmp.p4"
+
+
+@cache
+def schema() -> Schema:
+    return Schema(build_pipeline(PROGRAM, "p4switch").p4info)
+
+
+def test_ecn_profile_is_red() -> None:
+    red = EcnProfile(kmin=5, kmax=20, pmax=0.2)
+    assert red.probability(5) == 0 and red.probability(20) == 1.0
+    assert red.probability(12) == pytest.approx(0.2 * 7 / 15)
+    ranges = red.ranges()
+    assert ranges[0] == (6, 6, round(0.2 / 15 * 65535))
+    assert ranges[-1] == (20, (1 << 19) - 1, ALWAYS)
+    assert [lo for lo, _, _ in ranges] == list(range(6, 21))  # one entry per depth, no overlap
+    assert EcnProfile(kmin=8, kmax=8).ranges() == [(8, (1 << 19) - 1, ALWAYS)]  # a threshold
+
+
+def test_bad_knobs_are_reported_together() -> None:
+    config = CongestionConfig(ecn=EcnProfile(kmin=10, kmax=5, pmax=1.5),
+                              pfc=PfcConfig(xoff=8, xon=8, quanta=0), dscp_priority={70: 9})
+    with pytest.raises(CongestionConfigError) as err:
+        config.check()
+    text = str(err.value)
+    for part in ("kmax (5) must be >= kmin (10)", "pmax must be in [0, 1]", "xon must be in",
+                 "quanta must be 1..65535", "DSCP must be 0..63", "priority of DSCP 70"):
+        assert part in text
+
+
+def test_pfc_timing() -> None:
+    pfc = PfcConfig(xoff=10, xon=4, quanta=1000, link_mbps=10)
+    assert pfc.pause_s() == pytest.approx(0.0512)
+    assert pfc.quantum_us_q10 == round(51.2 * 1024)
+    assert pfc.paused_threshold == 5
+
+
+def test_table_entities_match_the_p4info() -> None:
+    config = CongestionConfig(ecn=EcnProfile(5, 20, 0.2), pfc=PfcConfig(10, 4, 1000, 20_000))
+    entities = table_entities(schema(), [1, 2, 3], config)
+    by_table: dict[str, int] = {}
+    for e in entities:
+        name = schema().name_of(e.table_entry.table_id)
+        by_table[name] = by_table.get(name, 0) + 1
+    assert by_table == {"FabricEgress.ecn.ecn_profile": 15,
+                        "FabricIngress.traffic_class.dscp_priority": 2,
+                        "FabricEgress.pfc.pfc_config": 3,
+                        "FabricIngress.pfc_reception.pfc_propagation": 3,
+                        "FabricIngress.pfc_reception.pfc_link": 3}
+    only_ecn = table_entities(schema(), [1], CongestionConfig(ecn=EcnProfile(5, 5)))
+    assert len(only_ecn) == 1 + 2
+
+
+class FakeClient:
+    def __init__(self, existing: list[p4runtime_pb2.Entity]) -> None:
+        self.existing = existing
+        self.writes: list[list[p4runtime_pb2.Update]] = []
+
+    def read(self, entities):
+        kinds = {e.WhichOneof("entity") for e in entities}
+        if "packet_replication_engine_entry" in kinds:
+            return []
+        return self.existing
+
+    def write(self, updates):
+        if updates:
+            self.writes.append(list(updates))
+
+
+def test_configure_replaces_what_was_there() -> None:
+    old = table_entities(schema(), [1, 2], CongestionConfig(ecn=EcnProfile(5, 20)))
+    client = FakeClient(old)
+    written = configure_switch(client, schema(), [1, 2], CongestionConfig(pfc=PfcConfig(10, 4)))
+    deletes, inserts, default, sessions = client.writes
+    assert all(u.type == p4runtime_pb2.Update.DELETE for u in deletes) and len(deletes) == len(old)
+    assert len(inserts) == written == 2 + 2 + 2 + 2
+    assert default[0].type == p4runtime_pb2.Update.MODIFY
+    assert [u.entity.packet_replication_engine_entry.clone_session_entry.session_id
+            for u in sessions] == [1001, 1002]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_watchdog_drops_on_a_storm_and_restores_after_it() -> None:
+    clock, paused, depths = Clock(), {"on": False}, []
+    dog = PfcWatchdog([("s1", 2, 3)], lambda *_: paused["on"],
+                      lambda sw, port, prio, depth: depths.append(depth),
+                      restore_depth=64, clock=clock)
+    for t, on in ((0.0, True), (0.1, True), (0.15, False), (0.2, True), (0.3, True)):
+        clock.t, paused["on"] = t, on
+        dog.poll()
+    assert depths == []  # the pause broke at 0.15: no 200 ms of continuous pause yet
+    clock.t = 0.4
+    dog.poll()
+    assert depths == [0] and dog.storms == 1  # paused since 0.2
+    paused["on"] = False
+    for t in (0.5, 0.6):
+        clock.t = t
+        dog.poll()
+    assert depths == [0]
+    clock.t = 0.71
+    dog.poll()
+    assert depths == [0, 64] and [e.kind for e in dog.events] == ["storm", "restore"]
+
+
+def test_pause_agent_emulates_pause_with_queue_rates() -> None:
+    clock, rates = Clock(), []
+    agent = PauseAgent(lambda port, prio, pps: rates.append((port, prio, pps)), link_bps=10e6,
+                       normal_pps=250, clock=clock)
+    assert not agent.on_frame(2, b"\x00" * 60)
+    frame = build_pause("02:00:00:00:00:01", {3: 1000})  # 51.2 ms at 10 Mb/s
+    assert parse_punted_pfc(frame) == {3: 1000}
+    assert agent.on_frame(2, frame) and rates == [(2, 3, 1.0)] and agent.is_paused(2, 3)
+    clock.t = 0.03
+    agent.on_frame(2, frame)  # a refresh extends the pause without another write
+    clock.t = 0.07
+    agent.expire()
+    assert rates == [(2, 3, 1.0)]
+    clock.t = 0.09
+    agent.expire()
+    assert rates == [(2, 3, 1.0), (2, 3, 250)] and not agent.is_paused(2, 3)
+    agent.on_frame(2, frame)
+    agent.on_frame(2, build_pause("02:00:00:00:00:01", {3: 0}))  # XON restores at once
+    assert rates[-1] == (2, 3, 250) and not agent.is_paused(2, 3)
