@@ -23,6 +23,8 @@ class CallGen:
     def call_stmt(self, c: A.Call, env: Env) -> None:
         kind = c.kind
         if kind == "action":
+            if not self.action_depth:  # p4c inlines actions called from actions away
+                self.model.action(c.func.ref.decl, self.action_name(c.func.ref))
             self.inline_action(c.func.ref, c.bound, env)
         elif kind == "function":
             self.hoist_args(c, env)
@@ -153,7 +155,11 @@ class CallGen:
             bound = [(p, a) for p, a in bound] if bound else []
         copyouts = self.bind_params(bound or [], env, inner, by_ref_ok=False)
         frame.copyouts = copyouts
-        self.run_inlined(sym.decl.body.stmts, inner, copyouts)
+        self.action_depth += 1
+        try:
+            self.run_inlined(sym.decl.body.stmts, inner, copyouts)
+        finally:
+            self.action_depth -= 1
 
     def function_call(self, c: A.Call, env: Env) -> str:
         """Call a generated P4 function. Returns the value expression (no out params), or

@@ -259,9 +259,10 @@ class ExternGen:
         sym = obj.ref
         if not isinstance(sym, InstanceSym):
             raise Unsupported(obj.pos, "extern object passed around")
-        v = env.get(sym)
-        if v is None:
-            v = self.global_instance(sym)
+        v = self.global_instance(sym)
+        if v is None and env.instance is not None and \
+                env.instance.decl.scope.names.get(sym.name) is sym:
+            v = self.extern_instance(sym, env.instance.prefix)
         if v is None:
             raise Unsupported(obj.pos, f"extern instance {sym.name} here")
         return v

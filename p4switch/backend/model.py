@@ -26,7 +26,11 @@ def expr_text(e: A.Expr) -> str:
     if isinstance(e, A.Name):
         return ("." if e.top else "") + e.name
     if isinstance(e, A.Member):
-        return f"{expr_text(e.expr)}.{e.name}"
+        name = e.name
+        base_t = e.expr.type
+        annos = getattr(base_t, "field_annotations", {}).get(name, [])
+        name = A.annotation_string(annos, "name") or name
+        return f"{expr_text(e.expr)}.{name}"
     if isinstance(e, A.TypeNameExpr):
         return e.name
     if isinstance(e, A.Index):
@@ -39,7 +43,7 @@ def expr_text(e: A.Expr) -> str:
     if isinstance(e, A.Call):
         return f"{expr_text(e.func)}({', '.join(expr_text(a.expr) for a in e.args if a.expr)})"
     if isinstance(e, A.Const):
-        return str(e.value) if e.width is None else f"{e.width}{'s' if e.signed else 'w'}{e.value}"
+        return _literal_text(e)
     if isinstance(e, A.Binary):
         return f"{expr_text(e.left)} {e.op} {expr_text(e.right)}"
     if isinstance(e, A.Unary):
@@ -49,6 +53,22 @@ def expr_text(e: A.Expr) -> str:
     if isinstance(e, A.BoolLit):
         return "true" if e.value else "false"
     return type(e).__name__
+
+
+def _literal_text(e: A.Const) -> str:
+    """A literal as p4c prints it: the source's base, no leading zeros."""
+    text = e.text.replace("_", "").lower()
+    prefix = ""
+    if e.width is not None:
+        prefix = f"{e.width}{'s' if e.signed else 'w'}"
+        text = text.split("s" if e.signed else "w", 1)[1]
+    if text.startswith("0x"):
+        return f"{prefix}0x{e.value:x}"
+    if text.startswith("0b"):
+        return f"{prefix}0b{e.value:b}"
+    if text.startswith("0o"):
+        return f"{prefix}0o{e.value:o}"
+    return f"{prefix}{e.value}"
 
 
 def param_width(t) -> int:
@@ -67,7 +87,8 @@ class ModelBuilder:
     def action(self, decl: A.ActionDecl, name: str) -> cp.Action:
         a = self._actions.get(name)
         if a is None:
-            params = [cp.Param(p.name, list(p.annotations), _id(p.annotations),
+            params = [cp.Param(A.annotation_string(p.annotations, "name") or p.name,
+                               _annos(p.annotations), _id(p.annotations),
                                param_width(p.sym.type))
                       for p in decl.params if not p.direction]
             a = cp.Action(name, _annos(decl.annotations), _id(decl.annotations), params)

@@ -22,8 +22,6 @@ class ParserGen:
         for loc in decl.locals:
             if isinstance(loc, A.VarDecl):
                 self.stmt(loc, env)
-            elif isinstance(loc, A.Instantiation):
-                self.bind_instance(loc, env)
         state = em.fresh("state")
         em.line(f"{state} = {ids['start']}")
         em.line("while True:")

@@ -55,6 +55,7 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
         self.pending_functions: list = []
         self.instances: dict[str, dict] = {}
         self.pre: dict[int, str] = {}  # expressions already computed into a temp
+        self.action_depth = 0  # > 0 while generating an action's body
 
     # ---- helpers used by the mixins -----------------------------------------------------
     def closure(self, expr: str, hint: str) -> str:
@@ -89,16 +90,6 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
         for loc in decl.locals:
             if isinstance(loc, A.VarDecl):
                 self.stmt(loc, env)
-            elif isinstance(loc, A.Instantiation):
-                self.bind_instance(loc, env)
-
-    def bind_instance(self, loc: A.Instantiation, env: Env) -> None:
-        sym = env.instance.decl.scope.names.get(loc.name)
-        if not isinstance(sym, InstanceSym) or not isinstance(sym.type, ExternType):
-            return
-        var = self.extern_instance(sym, env.instance.prefix)
-        if var is not None:
-            env.bind(sym, var)
 
     def global_instance(self, sym: InstanceSym) -> str | None:
         """An extern instantiated at the top level (shared by all controls), named as is."""
@@ -107,10 +98,10 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
         return self.extern_instance(sym, None)
 
     def instance_name(self, sym: InstanceSym, prefix: str | None) -> str:
-        """The control-plane name of an extern instance a table refers to."""
+        """Register an extern instance a table refers to; returns its control-plane name."""
         if self.global_scope.names.get(sym.name) is sym:
-            self.global_instance(sym)
-            return local_name(sym.decl, None)
+            prefix = None
+        self.extern_instance(sym, prefix)
         return local_name(sym.decl, prefix)
 
     def extern_instance(self, sym: InstanceSym, prefix: str | None) -> str | None:
@@ -165,7 +156,7 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
     def gen_stage(self, role: str, decl, ctor_args: list) -> None:
         em = self.em
         is_parser = isinstance(decl, A.ParserDecl)
-        inst = Instance(decl, local_name(decl, None), role)
+        inst = Instance(decl, decl.name, role)  # p4c names top-level blocks by type
         env = Env(None, Frame(ret="return"), inst)
         py_params = self._bind_block_params(decl, env)
         for p, v in zip(decl.ctor_params, ctor_args, strict=False):

@@ -90,6 +90,13 @@ class StmtGen:
             self.em.line(f"{target} = {value}")
 
     def _g_If(self, s: A.If, env: Env) -> None:
+        if isinstance(s.cond.const, bool):  # a constant condition: only the branch taken
+            taken = s.then if s.cond.const else s.other
+            if taken is not None:
+                self.em.line("if True:")
+                with self.em.indent():
+                    self.stmt(taken, Env(env))
+            return
         self.hoist(s.cond, env)
         self.em.line(f"if {self.ex(s.cond, env)}:")
         with self.em.indent():

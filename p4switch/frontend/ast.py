@@ -86,6 +86,7 @@ class Const(Expr):
     value: int
     width: int | None = None
     signed: bool = False
+    text: str = ""  # as written in the source
 
 
 @dataclass(eq=False)

@@ -116,7 +116,7 @@ class CodeBuilder(Transformer):
 
     def number(self, meta, ch):
         v, w, s = parse_int(str(ch[0]))
-        return A.Const(self._pos(meta), v, w, s)
+        return A.Const(self._pos(meta), v, w, s, str(ch[0]))
 
     def true(self, meta, ch):
         return A.BoolLit(self._pos(meta), True)
