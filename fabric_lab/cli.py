@@ -16,6 +16,7 @@ SUBCOMMANDS: list[str] = [
     "up",
     "traffic",
     "demo",
+    "lb",
 ]
 
 

@@ -8,11 +8,14 @@ swapped at run time by the tests that need another mode (which is itself under t
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
-from controller.lb import LbError
+from controller.lb import LbError, program_path
+from controller.pipeline import build_pipeline
 from controller.routes import default_hash_seed
 from experiments.lb_lab import FlowSpec, LbLab, LinkLoads, prefixed
 from experiments.lb_switch import LbSwitch, colliding_sports, roce_frame
@@ -23,6 +26,7 @@ pytestmark = [pytest.mark.mininet, pytest.mark.slow, pytest.mark.root]
 LEAF, SPINES = "lbleaf0", ("lbspine0", "lbspine1")
 SRC, DST = "lbh0n0", "lbh2n0"
 PACKET = 1024  # RDMA payload bytes per packet
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -174,3 +178,27 @@ def test_mode_change_at_run_time_moves_a_flow_from_one_path_to_all(lab):
     lab.switch_mode("ecmp")
     _, back = send(lab, [FlowSpec(SRC, DST, 32, 50999, 16 * PACKET)])
     assert [n >= 8 for n in back.values()] == [n >= 8 for n in ecmp.values()]
+
+
+def test_lb_command_switches_a_running_fabric_to_flowlet_with_its_gap(lab, tmp_path):
+    model = tmp_path / "fabric.json"
+    model.write_text(lab.spec.to_json())
+    flowlet = build_pipeline(program_path("flowlet"), "p4switch")
+    lab.ctl.close()  # the command connects as primary with the same election id
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "fabric_lab.cli", "lb", "--fabric", str(model), "--target",
+             "p4switch", "--mode", "flowlet", "--flowlet-gap-us", "30000"],
+            capture_output=True, text=True, timeout=120, cwd=ROOT)
+    finally:
+        lab.ctl.connect()
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("flowlet.p4 on 4 switches")
+    assert sorted(lines[1:]) == sorted(f"  {sw.name}: flowlet gap 30000 us"
+                                       for sw in lab.spec.switches)
+    for client in lab.ctl.clients.values():
+        assert client.pipeline_cookie() == flowlet.cookie
+    lab.switch_mode("ecmp")  # the lab's own view again
+    _, uplinks = send(lab, [FlowSpec(SRC, DST, 40, 50999, 16 * PACKET)])
+    assert in_flows(uplinks) == [0, 1]
