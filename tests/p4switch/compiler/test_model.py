@@ -88,3 +88,48 @@ def test_device_config_round_trip():
     assert again.name == "l3"
     assert again.model == program.model
     assert again.python_source == program.python_source
+
+
+NAMES_PROGRAM = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<48> b; }
+struct inner_t { bit<8> x; }
+struct hs_t { h_t h; }
+struct m_t { @name("renamed") inner_t inner; }
+parser P(packet_in pkt, out hs_t hdr, inout m_t m, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control V(inout hs_t hdr, inout m_t m) { apply { } }
+@name("ignoredName")
+control Ing(inout hs_t hdr, inout m_t m, inout standard_metadata_t sm) {
+    counter(4, CounterType.packets) never_used;
+    action helper(bit<8> v) { hdr.h.a = v; }
+    action calls_helper() { helper(3); }
+    action direct() { hdr.h.a = 1; }
+    @name("blue") action paint(@name("shade") bit<8> colour) { hdr.h.a = colour; }
+    table t {
+        key = { m.inner.x: exact; hdr.h.b & 0x00ff00ff00ff: ternary; }
+        actions = { paint; calls_helper; }
+    }
+    apply {
+        t.apply();
+        direct();
+        if (false) { calls_helper(); }
+    }
+}
+control E(inout hs_t hdr, inout m_t m, inout standard_metadata_t sm) { apply { } }
+control C(inout hs_t hdr, inout m_t m) { apply { } }
+control D(packet_out pkt, in hs_t hdr) { apply { pkt.emit(hdr.h); } }
+V1Switch(P(), V(), Ing(), E(), C(), D()) main;
+"""
+
+
+def test_names_follow_p4c_rules():
+    m = compile_source(NAMES_PROGRAM, "names.p4").model
+    t = m.table("Ing.t")  # top-level blocks are named by type; @name on them is ignored
+    assert [f.name for f in t.match_fields] == ["m.renamed.x", "hdr.h.b & 0xff00ff00ff"]
+    assert [a.name for a in m.actions] == ["Ing.blue", "Ing.calls_helper", "NoAction",
+                                           "Ing.direct"]
+    assert [p.name for p in m.action("Ing.blue").params] == ["shade"]
+    assert m.counters == []  # declared but never used: not in P4Info
