@@ -11,10 +11,11 @@ flows over both ports and moves them when a port loses its link: the host-side f
 HPN NIC. The receiver binds UDP 4791 on every port of its NIC.
 
 Both speak JSON lines on stdout: `{"event": "ready"}` when sockets are open; the receiver then
-`{"event": "bins", ...}` every `--report` seconds with the bins completed since the last report
-(live views draw them), and on SIGTERM a final `{"event": "result", "flows": [...]}` per flow:
-packets, bytes, lost PSNs, and every silence between two arrivals that is longer than `--gap`
-or skipped PSNs (last arrival before, first after, PSNs skipped across it).
+`{"event": "bins", ...}` every `--report` seconds with the bins completed and the silences that
+lost packets since the last report (live views draw them), and on SIGTERM a final
+`{"event": "result", "flows": [...]}` per flow: packets, bytes, lost PSNs, and every silence
+between two arrivals that is longer than `--gap` or skipped PSNs (last arrival before, first
+after, PSNs skipped across it).
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ def receive(t0: float, bin_s: float, gap_s: float, report_s: float) -> None:
     sock.setblocking(False)
     flows: dict[tuple[str, int], FlowRecord] = {}
     reported: dict[tuple[str, int], int] = {}  # bins below this index were reported
+    gaps_reported: dict[tuple[str, int], int] = {}  # gaps already reported (lossy ones sent)
     _emit("ready")
     next_report = time.time() + report_s
     while not stop.flag:
@@ -137,12 +139,15 @@ def receive(t0: float, bin_s: float, gap_s: float, report_s: float) -> None:
         if now >= next_report:
             next_report = now + report_s
             done = int((now - t0) / bin_s)  # the bin in progress is not reported yet
-            out = {}
+            out, lossy = {}, {}
             for key, flow in flows.items():
+                name = f"{key[0]}/{key[1]}"
                 start = reported.get(key, min(flow.bins, default=done))
-                out[f"{key[0]}/{key[1]}"] = [[i, flow.bins.get(i, 0)] for i in range(start, done)]
+                out[name] = [[i, flow.bins.get(i, 0)] for i in range(start, done)]
                 reported[key] = done
-            _emit("bins", bin_s=bin_s, flows=out)
+                lossy[name] = [g for g in flow.gaps[gaps_reported.get(key, 0):] if g[2]]
+                gaps_reported[key] = len(flow.gaps)
+            _emit("bins", bin_s=bin_s, flows=out, lossy_gaps=lossy)
     _emit("result", flows=[f.summary() for f in flows.values()])
 
 

@@ -77,6 +77,7 @@ class FlowRun:
     bin_s: float
     procs: list[tuple[str, subprocess.Popen]] = field(default_factory=list)  # (role, proc)
     bins: dict[str, dict[int, int]] = field(default_factory=dict)  # flow name -> bin -> bytes
+    lossy_gaps: dict[str, list] = field(default_factory=dict)  # flow name -> gaps that lost
     results: dict[str, dict] = field(default_factory=dict)  # flow name -> receiver record
     sent: dict[str, dict] = field(default_factory=dict)  # flow name -> sender record
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -100,6 +101,9 @@ class FlowRun:
                         if key in keys:
                             series = self.bins.setdefault(keys[key].name, {})
                             series.update({int(i): n for i, n in cells})
+                    for key, gaps in msg.get("lossy_gaps", {}).items():
+                        if key in keys:
+                            self.lossy_gaps.setdefault(keys[key].name, []).extend(gaps)
             elif event == "result" and role == "recv":
                 for rec in msg["flows"]:
                     flow = keys.get(f"{rec['src']}/{rec['qpn']}")

@@ -18,6 +18,7 @@ from typing import TextIO
 
 from experiments.failover import EVENT_FIELDS, OUTCOME_FIELDS, TIMELINE_FIELDS, plot_timeline
 from experiments.failover_lab import FailoverLab, Failure, FlowRun
+from experiments.failover_measure import loss_window
 from experiments.failover_trial import TrialResult, run_trial
 from experiments.results import ResultDir, allocate
 from topos import FabricSpec, build_fabric
@@ -44,15 +45,6 @@ def columns(series: Mapping[int, int], now_bin: int, bin_s: float) -> list[float
         cells = [series.get(i, 0) for i in range(end - COLUMN_BINS, end)]
         out.append(sum(cells) * 8 / (COLUMN_BINS * bin_s) / 1e6)
     return out
-
-
-def live_gaps(series: Mapping[int, int], fail_bin: int, now_bin: int, bin_s: float) -> float:
-    """The longest run of empty bins since the failure (a live estimate of the loss window)."""
-    best = run = 0
-    for i in range(fail_bin, now_bin):
-        run = run + 1 if series.get(i, 0) == 0 else 0
-        best = max(best, run)
-    return best * bin_s
 
 
 @dataclass
@@ -83,7 +75,8 @@ class LiveView:
             if phase != self._phase_seen:
                 self.out.write(f"--- {self._phase(failure, phase, now)}\n")
             for event in self.events[self._events_seen:]:
-                self.out.write(f"--- controller: {event}\n")
+                if event.rerouted is not None or event.error:
+                    self.out.write(f"--- controller: {event}\n")
             self._events_seen = len(self.events)
             self.out.write(self.line(run, failure, phase, now) + "\n")
         self._phase_seen = phase
@@ -106,17 +99,19 @@ class LiveView:
                  f"(one column = {COLUMN_BINS * run.bin_s * 1000:.0f} ms)"]
         for flow in run.flows:
             cols = columns(bins.get(flow.name, {}), now_bin, run.bin_s)
-            lines.append(f"{flow.name:<22}{cols[-1]:6.2f}  "
+            lines.append(f"{flow.name:<22}{statistics.mean(cols[-5:]):6.2f}  "
                          f"{sparkline(cols, self.nominal_mbps * 1.5)}")
         if failure.t_fail:
-            fail_bin = int((failure.t_fail - run.t0) / run.bin_s)
-            hit = {f.name: live_gaps(bins.get(f.name, {}), fail_bin, now_bin, run.bin_s)
-                   for f in run.flows}
+            with run.lock:
+                gaps = {name: list(g) for name, g in run.lossy_gaps.items()}
+            hit = {f.name: loss_window(gaps.get(f.name, []), failure.t_fail, 60.0,
+                                       span=failure.kind == "silent") for f in run.flows}
             hit = {k: v for k, v in hit.items() if v > 0}
-            lines += ["", "loss window so far (10 ms bins): " + (", ".join(
-                f"{k} {v * 1000:.0f} ms" for k, v in hit.items()) or "no flow stalled")]
+            lines += ["", "loss window: " + (", ".join(
+                f"{k} {v * 1000:.0f} ms" for k, v in hit.items()) or "no flow lost packets")]
+        changes = [e for e in self.events if e.rerouted is not None or e.error]
         lines += ["", "controller link events:"]
-        lines += [f"  {e}" for e in self.events[-6:]] or ["  (none yet)"]
+        lines += [f"  {e}" for e in changes[-6:]] or ["  (none yet)"]
         return lines
 
     def line(self, run: FlowRun, failure: Failure, phase: str, now: float) -> str:

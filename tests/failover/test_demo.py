@@ -7,8 +7,9 @@ import time
 
 import pytest
 
+from controller.reconverge import LinkEvent
 from experiments.failover_lab import Failure, Flow, FlowRun
-from experiments.live_demo import LiveView, columns, live_gaps, run_demo, sparkline
+from experiments.live_demo import LiveView, columns, run_demo, sparkline
 from tests.failover.fabrics import fo_fabric
 
 
@@ -25,12 +26,12 @@ def test_sparkline_scales_to_full_and_clips():
     assert sparkline([1], 0) == " "
 
 
-def test_columns_are_mbps_per_100ms_and_gaps_count_empty_bins():
+def test_columns_are_mbps_per_100ms():
     series = {i: 125 for i in range(0, 1000)}  # 125 B per 10 ms = 0.1 Mb/s
-    series.update({i: 0 for i in range(500, 530)})
+    series.update({i: 0 for i in range(900, 950)})
     cols = columns(series, 1000, 0.01)
     assert len(cols) == 50 and cols[-1] == pytest.approx(0.1)
-    assert live_gaps(series, 490, 1000, 0.01) == pytest.approx(0.3)
+    assert cols[-10:-5] == [0.0] * 5
 
 
 def test_the_terminal_view_redraws_in_place_and_shows_the_failure_and_events():
@@ -38,14 +39,19 @@ def test_the_terminal_view_redraws_in_place_and_shows_the_failure_and_events():
     bins = {"h0n0->h3n0#256": {i: 300 for i in range(1000)},
             "h0n0->h3n0#257": {i: (0 if 600 <= i < 640 else 300) for i in range(1000)}}
     out = io.StringIO()
-    view = LiveView("demo", 0.24, out, tty=True, events=["00:00:01.000 a~b down (port): x"])
+    events = [LinkEvent("a~b", False, "port", t0 + 6.05, rerouted=t0 + 6.1, writes=4),
+              LinkEvent("a~b", False, "port", t0 + 6.05)]  # the other end: no change
+    view = LiveView("demo", 0.24, out, tty=True, events=events)
     failure = Failure("downlink", "a~b", t_fail=t0 + 6.0)
-    view.tick(_run(bins, t0), failure, "failed")
+    run = _run(bins, t0)
+    run.lossy_gaps = {"h0n0->h3n0#257": [[t0 + 6.0, t0 + 6.4, 40]]}
+    view.tick(run, failure, "failed")
     text = out.getvalue()
     assert text.startswith("\x1b[H\x1b[J")
     assert "DOWNLINK FAILURE: a~b down" in text
     assert "h0n0->h3n0#257" in text and "400 ms" in text  # the 40 empty bins
-    assert "a~b down (port)" in text
+    assert "a~b down (port): rerouted in 50 ms, 4 writes" in text
+    assert "no route change" not in text
 
 
 def test_without_a_terminal_the_view_prints_plain_lines():
@@ -53,14 +59,14 @@ def test_without_a_terminal_the_view_prints_plain_lines():
     view = LiveView("demo", 0.24, out, tty=False, events=[])
     run = _run({}, time.time())
     view.tick(run, Failure("uplink", ""), "before")
-    view.events.append("00:00:01.000 a~b down (port): rerouted")
+    view.events.append(LinkEvent("a~b", False, "port", 1.0, rerouted=1.05, writes=2))
     view._last = 0.0  # next tick is due
     view.tick(run, Failure("uplink", "a~b", t_fail=time.time()), "failed")
     lines = out.getvalue().splitlines()
     assert "\x1b" not in out.getvalue()
     assert lines[0].startswith("--- flows running")
     assert any(line.startswith("--- UPLINK FAILURE: a~b") for line in lines)
-    assert any("controller: 00:00:01.000 a~b down" in line for line in lines)
+    assert any("controller: " in line and "a~b down (port): rerouted" in line for line in lines)
     assert all(line.startswith(("---", "t=")) for line in lines)
 
 
