@@ -2,7 +2,9 @@
 
 Connects to every switch of the fabric over P4Runtime as primary, pushes the pipeline where the
 switch does not already run it, writes only the routes that differ, and stays connected; with
-link watching on (the default) it reroutes when a switch interface goes down or comes back.
+link watching on (the default) it reroutes when a switch interface goes down or comes back, or
+when the link probes find a link that stays up but drops packets; each event is logged with its
+detection and reroute times.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from controller.fabric import FabricController, ProgrammingError
 from controller.linkwatch import LinkWatcher
 from controller.p4rt import P4RuntimeError
 from controller.pipeline import PipelineError, build_pipeline, resolve_target
+from controller.probes import LinkProber
+from controller.reconverge import Reconverger
 from topos import FABRICS, FabricSpec, build_fabric, validate
 from topos.builders import parse_scale
 
@@ -48,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--once", action="store_true",
                         help="program the switches and exit instead of staying on")
     parser.add_argument("--no-watch-links", dest="watch_links", action="store_false",
-                        help="do not reroute on interface state changes")
+                        help="do not reroute on interface state changes or probe verdicts")
     parser.set_defaults(func=run)
 
 
@@ -81,29 +85,19 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
     ctl = FabricController(spec, pipeline, election_id=(0, args.election_id),
                            hash_seed=args.hash_seed)
-    watcher = None
+    loops: list = []
     try:
         ctl.connect()
         if args.watch_links:
-            watcher = LinkWatcher(spec, lambda *_: None)
-            for switch, port in watcher.down_now():
+            for switch, port in LinkWatcher(spec, lambda *_: None).down_now():
                 ctl.mark_link(switch, port, up=False)
         for report in ctl.program():
             print(report, flush=True)
         if args.once:
             return 0
-
-        def on_change(switch: str, port: int, up: bool) -> None:
-            try:
-                for report in ctl.set_link(switch, port, up=up):
-                    if report.writes:
-                        print(report, flush=True)
-            except (ProgrammingError, P4RuntimeError) as err:
-                print(f"fabric-lab controller: rerouting failed: {err}", file=sys.stderr)
-
-        if watcher is not None:
-            watcher.on_change = on_change
-            watcher.start()
+        if args.watch_links:  # reroute on port changes and on links the probes find dropping
+            rc = Reconverger(ctl).start()
+            loops = [LinkProber(ctl, on_verdict=rc.isolate).start(), rc]
         print(f"controller: {len(spec.switches)} switches programmed; running until "
               f"interrupted", flush=True)
         stop.wait()
@@ -112,6 +106,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"fabric-lab controller: {err}", file=sys.stderr)
         return 1
     finally:
-        if watcher is not None:
-            watcher.stop()
+        for loop in loops:
+            loop.stop()
         ctl.close()
