@@ -2,9 +2,10 @@
 
 One Mininet fabric per entry of `fabrics`, p4switch (or BMv2) switches. N RoCEv2 flows (one
 queue pair each, random UDP source ports per seed) go from the NICs under the first leaf to the
-NICs under the last leaf, all at once, one RDMA WRITE message each, every NIC sending at its
-link rate shared by its flows: one collective step. For every load-balancing mode (ECMP, flowlet
-with each gap, DLB; the program is swapped at run time, the network stays up), every N and seed:
+NICs under the leaf it reaches over the most equal-cost paths, all at once, one RDMA WRITE
+message each, every NIC sending at its link rate shared by its flows: one collective step. For
+every load-balancing mode (ECMP, flowlet with each gap, DLB; the program is swapped at run time,
+the network stays up), every N and seed:
 - utilisation imbalance of the source leaf's uplinks: max / mean of the bytes their tx counters
   (read over P4Runtime) grew by; for ECMP the balls-into-bins expectation next to it;
 - per-flow throughput (bytes / its completion time) and its spread (coefficient of variation);
@@ -27,6 +28,7 @@ from experiments.framework import Experiment, ExperimentError, RunContext
 from experiments.lb_lab import FlowOutcome, FlowSpec, LbLab, LinkLoads, prefixed
 from experiments.lb_plots import plot
 from topos import FabricSpec, build_fabric
+from topos.analysis import shortest_paths
 
 RUN_FIELDS = ["fabric", "mode", "gap_us", "label", "flows", "seed", "uplinks", "imbalance",
               "expected_ecmp", "uplinks_used", "jct_s", "ideal_s", "slowdown", "tput_mean_bps",
@@ -79,12 +81,16 @@ def isolated(spec: FabricSpec, params: dict) -> FabricSpec:
 
 
 def end_leaves(spec: FabricSpec) -> tuple[str, str]:
-    """The first and last switch that NICs attach to (tier 1), a switch-level path apart."""
-    leaves = [sw.name for sw in spec.switches
-              if any(not spec.is_switch(n) for n in spec.neighbours(sw.name))]
+    """The first switch NICs attach to, and the leaf it reaches over the most equal-cost paths
+    (the last such in fabric order): where load balancing has the most to choose from."""
+    leaves = [sw.name for sw in spec.switches if nics_under(spec, sw.name)]
     if len(leaves) < 2:
         raise ExperimentError(f"lb-compare: {spec.name} has fewer than two leaves")
-    return leaves[0], leaves[-1]
+    src = nics_under(spec, leaves[0])[0]
+    paths = {leaf: len(shortest_paths(spec, src, nics_under(spec, leaf)[0]))
+             for leaf in leaves[1:]}
+    most = max(paths.values())
+    return leaves[0], [leaf for leaf in leaves[1:] if paths[leaf] == most][-1]
 
 
 def nics_under(spec: FabricSpec, leaf: str) -> list[str]:

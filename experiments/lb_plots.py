@@ -38,7 +38,7 @@ def plot_imbalance(result: ResultDir, runs: list[dict]) -> Path:
                 label=f"balls into bins ({links} uplinks): ECMP expectation")
         ax.axhline(1.0, color="grey", lw=0.8)
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("RoCEv2 flows (queue pairs) from the first leaf to the last")
+        ax.set_xlabel("RoCEv2 flows (queue pairs) between two leaves")
         ax.set_ylabel("busiest uplink / mean uplink bytes")
         ax.set_title(f"{fab}: uplink imbalance (mean ± s.e. over seeds)")
         ax.legend(fontsize=8)
