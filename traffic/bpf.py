@@ -15,7 +15,7 @@ _LD_W_ABS, _LD_H_ABS, _LD_B_ABS = 0x20, 0x28, 0x30
 _JEQ_K = 0x15
 _RET_K = 0x06
 _PKTTYPE = 0xFFFFF000 + 4  # SKF_AD_OFF + SKF_AD_PKTTYPE
-_OUTGOING = 4
+_OTHERHOST, _OUTGOING = 3, 4
 _ACCEPT, _DROP = 0x40000, 0
 
 Insn = tuple[int, int, int, int]  # code, jump-if-true, jump-if-false, k
@@ -46,13 +46,17 @@ def _assemble(prog: list[tuple]) -> list[Insn]:
     return out
 
 
-def _incoming_then(prog: list[tuple]) -> list[Insn]:
+def _incoming_then(prog: list[tuple], for_this_host: bool = False) -> list[Insn]:
+    """Drop what this host sent and, with `for_this_host`, frames addressed to another MAC
+    (a bridge floods them; the kernel ignores them, so must a NIC's receive path)."""
     head: list[tuple] = [(_LD_W_ABS, _PKTTYPE), (_JEQ_K, _OUTGOING, "drop", "next")]
+    if for_this_host:
+        head.append((_JEQ_K, _OTHERHOST, "drop", "next"))
     return _assemble([*head, *prog, "drop", (_RET_K, _DROP), "accept", (_RET_K, _ACCEPT)])
 
 
 def roce_receiver_filter(udp_port: int = 4791) -> list[Insn]:
-    """Incoming IPv4 (no options) to UDP `udp_port`, with or without the reorder tag."""
+    """Incoming IPv4 (no options) to UDP `udp_port` for this host, with or without the tag."""
     return _incoming_then([
         (_LD_H_ABS, 12), (_JEQ_K, 0x0800, "next", "drop"),
         (_LD_B_ABS, 14), (_JEQ_K, 0x45, "next", "drop"),
@@ -60,7 +64,7 @@ def roce_receiver_filter(udp_port: int = 4791) -> list[Insn]:
         (_JEQ_K, 253, "next", "drop"),
         (_LD_H_ABS, 44), (_JEQ_K, udp_port, "accept", "drop"),
         "udp", (_LD_H_ABS, 36), (_JEQ_K, udp_port, "accept", "drop"),
-    ])
+    ], for_this_host=True)
 
 
 def sender_control_filter(udp_port: int = 4791) -> list[Insn]:
@@ -76,7 +80,7 @@ def sender_control_filter(udp_port: int = 4791) -> list[Insn]:
         (_LD_B_ABS, 50), (_JEQ_K, 0x81, "accept", "next"), (_JEQ_K, 0x11, "accept", "drop"),
         "udp", (_LD_H_ABS, 36), (_JEQ_K, udp_port, "next", "drop"),
         (_LD_B_ABS, 42), (_JEQ_K, 0x81, "accept", "next"), (_JEQ_K, 0x11, "accept", "drop"),
-    ])
+    ], for_this_host=True)
 
 
 def incoming_filter() -> list[Insn]:

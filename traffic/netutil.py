@@ -14,6 +14,9 @@ ETH_P_ALL = 0x0003
 ETH_P_IP = 0x0800
 SIOCGIFADDR = 0x8915
 PACKET_OUTGOING = 4  # sll_pkttype of frames this host sent
+SOL_PACKET = 263
+PACKET_STATISTICS = 6
+SO_RCVBUFFORCE = 33
 
 
 class NetError(RuntimeError):
@@ -121,9 +124,19 @@ def packet_socket(iface: str, proto: int = 0, rcvbuf: int | None = None) -> sock
     require_interface(iface)
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(proto))
     if rcvbuf:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        try:  # as root, beyond net.core.rmem_max: a receiver that stalls briefly loses nothing
+            s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, rcvbuf)
+        except PermissionError:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
     s.bind((iface, proto))
     return s
+
+
+def socket_drops(s: socket.socket) -> int:
+    """Frames the kernel dropped because this packet socket's buffer was full, since the last
+    call (PACKET_STATISTICS resets on read)."""
+    _, drops = struct.unpack("II", s.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))
+    return drops
 
 
 def drain(s: socket.socket) -> int:

@@ -132,6 +132,7 @@ class Receiver:
                 self.ports.append((rx, tx))
                 bpf.attach(rx, bpf.roce_receiver_filter())
                 netutil.drain(rx)
+                netutil.socket_drops(rx)  # reset the kernel's counter
         except BaseException:
             self.close()
             raise
@@ -142,6 +143,7 @@ class Receiver:
         self._expect = {(socket.inet_aton(e.src_ip), e.qpn): e.bytes for e in config.expect}
         self._pending = set(self._expect)
         self.frames = 0
+        self.socket_drops = 0
         self.start = 0.0
         self._last_data = 0.0
 
@@ -200,6 +202,7 @@ class Receiver:
         now = time.time()
         for flow in self.flows.values():
             self._deliver(flow, flow.buffer.flush(), now)
+        self.socket_drops += sum(netutil.socket_drops(rx) for rx in rx_socks)
         return self._result(now - start, partial=False)
 
     def _on_frame(self, frame: memoryview, now: float) -> None:
@@ -358,7 +361,8 @@ class Receiver:
             flow.res.reorder_occupancy_max = flow.buffer.max_occupancy
         qps = [f.res for f in self.flows.values()]
         return RecvResult(iface=self.cfg.iface, start=self.start, elapsed_s=elapsed,
-                          bin_s=self.cfg.bin_s, qps=qps, frames=self.frames, partial=partial)
+                          bin_s=self.cfg.bin_s, qps=qps, frames=self.frames, partial=partial,
+                          socket_drops=self.socket_drops)
 
     def delivered(self, src_ip: str, qpn: int) -> list[int]:
         """Released sequence (unwrapped PSNs) of one QP; needs `record_delivery`."""

@@ -146,6 +146,7 @@ class RecvResult:
     qps: list[QPRecvResult]
     frames: int = 0  # frames the filter passed, including foreign ones
     partial: bool = False
+    socket_drops: int = 0  # frames the kernel dropped: this receiver was too slow
 
     @property
     def bytes(self) -> int:
@@ -165,6 +166,7 @@ class RecvResult:
         return {
             "iface": self.iface, "start": self.start, "elapsed_s": self.elapsed_s,
             "bin_s": self.bin_s, "frames": self.frames, "partial": self.partial,
+            "socket_drops": self.socket_drops,
             "packets": self.packets, "bytes": self.bytes,
             "qps": [q.summary() for q in self.qps],
         }

@@ -286,7 +286,8 @@ def _collective(args: argparse.Namespace) -> int:
 
     def on_step(step: Any) -> None:
         if not args.quiet:
-            state = "" if step.complete else f"  INCOMPLETE (lost {step.lost_packets})"
+            state = "" if step.complete else (f"  INCOMPLETE (lost {step.lost_packets}, "
+                                              f"receiver drops {step.receiver_drops})")
             print(f"step {step.index} {step.phase}: {step.flows} flows, {step.bytes} B, "
                   f"{step.time_s * 1000:.1f} ms{state}", file=sys.stderr, flush=True)
 

@@ -56,6 +56,9 @@ def _frames(a, b):
         "tagged_data": add_tag(build_frame(to_a, 0x0A, 2, bytes(64), dlen=64), 1, 2),
         "other_udp": other_udp,
         "arp": arp,
+        # flooded by a bridge to a host it is not for
+        "other_host": build_frame(Endpoints(b.mac, "02:00:00:00:00:99", b.ip, "10.77.0.9", 50000,
+                                            77), 0x0A, 1, bytes(64), dlen=64),
     }
 
 
@@ -63,7 +66,7 @@ def _frames(a, b):
     ("sender_control_filter", ["cnp", "tagged_cnp", "ack", "pfc"]),
     ("roce_receiver_filter", ["cnp", "tagged_cnp", "ack", "data", "tagged_data"]),
     ("incoming_filter", ["cnp", "tagged_cnp", "ack", "pfc", "data", "tagged_data", "other_udp",
-                         "arp"]),
+                         "arp", "other_host"]),
 ])
 def test_filters_pass_exactly_their_frames(pair_net, which, accepted):
     a, b = pair_net.hosts["a"], pair_net.hosts["b"]

@@ -32,6 +32,7 @@ class StepResult:
     complete: bool  # every flow delivered all its bytes
     lost_packets: int = 0
     out_of_order: int = 0
+    receiver_drops: int = 0  # frames the receivers' sockets overflowed on (CPU starved)
 
 
 @dataclass
@@ -171,6 +172,7 @@ class CollectiveRunner:
             complete=complete,
             lost_packets=sum(q["lost"] for q in qps),
             out_of_order=sum(q["out_of_order"] for q in qps),
+            receiver_drops=sum(g["socket_drops"] for g in got),
         )
 
 
