@@ -93,9 +93,9 @@ class FabricController:
             raise
 
     def close(self) -> None:
-        for client in self.clients.values():
+        while self.clients:
+            _name, client = self.clients.popitem()
             client.close()
-        self.clients.clear()
 
     def __enter__(self) -> FabricController:
         return self

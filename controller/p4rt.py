@@ -165,14 +165,16 @@ class P4RuntimeClient:
         self._arbitration.put(self.stream_closed)
 
     def close(self) -> None:
-        """End the stream (giving up primary) and the channel; safe to call twice."""
+        """End the stream (giving up primary) and the channel; safe to call twice, also after
+        an interrupted call."""
+        channel, self._channel = self._channel, None
+        reader, self._reader = self._reader, None
+        self._stub = None
         self._requests.put(_STOP)
-        if self._channel is not None:
-            self._channel.close()
-            self._channel = None
-        if self._reader is not None:
-            self._reader.join(timeout=self.timeout)
-            self._reader = None
+        if channel is not None:
+            channel.close()  # cancels the stream: the reader ends at once
+        if reader is not None:
+            reader.join(timeout=2.0)
 
     def __enter__(self) -> P4RuntimeClient:
         return self.connect()

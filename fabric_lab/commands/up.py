@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,6 +32,25 @@ from controller.fabric import FabricController, ProgrammingError
 from controller.p4rt import P4RuntimeError
 from controller.pipeline import PipelineError, build_pipeline
 from fabric_lab.commands.controller import add_program_args, load_fabric
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM/SIGHUP for the block (closing gRPC channels must not be cut short),
+    then act on one that came: exit as the previous handler would have had it interrupt."""
+    caught: list[int] = []
+    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, lambda signum, _frame: caught.append(signum))
+                for sig in sigs}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if caught:
+            if caught[0] == signal.SIGINT:
+                raise KeyboardInterrupt
+            raise SystemExit(128 + caught[0])
 
 
 class StageTimer:
@@ -103,9 +123,15 @@ def run(args: argparse.Namespace) -> int:
     except (SwitchStartError, ProgrammingError, P4RuntimeError, PipelineError) as err:
         print(f"fabric-lab up: {err}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("fabric-lab up: interrupted; taking the fabric down", file=sys.stderr)
+        return 130
     finally:
-        ctl.close()
-        net.stop()
+        try:
+            with signals_held():
+                ctl.close()
+        finally:
+            net.stop()
 
 
 def _hand_over(args: argparse.Namespace, spec, net, ctl: FabricController) -> int:
@@ -118,7 +144,8 @@ def _hand_over(args: argparse.Namespace, spec, net, ctl: FabricController) -> in
         print(f"{result} ({time.monotonic() - started:.1f} s)", flush=True)
         return 0 if not result.lost else 1
     if args.run:
-        ctl.close()  # the fabric stays routed; CMD may connect a controller of its own
+        with signals_held():
+            ctl.close()  # the fabric stays routed; CMD may connect a controller of its own
         with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="fabric-") as model:
             model.write(spec.to_json())
             model.flush()

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -35,9 +36,20 @@ def _up(args: list[str], run_dir: Path, **popen) -> subprocess.Popen:
                             stderr=subprocess.STDOUT, **popen)
 
 
+def _interfaces_left(spec, timeout: float = 5.0) -> list[str]:
+    """Interfaces of the plan still present; waits for the kernel's deferred namespace teardown
+    (the root-namespace end of a host link goes when its namespace is finally destroyed)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = [f"interface {end.intf}" for ln in spec.links for end in (ln.a, ln.b)
+                if Path("/sys/class/net", end.intf).exists()]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)  # probe interval
+
+
 def _left_behind(spec, run_dir: Path) -> list[str]:
-    left = [f"interface {end.intf}" for ln in spec.links for end in (ln.a, ln.b)
-            if Path("/sys/class/net", end.intf).exists()]
+    left = _interfaces_left(spec)
     left += [f"listener on gRPC port {sw.grpc_port}" for sw in spec.switches
              if listening(sw.grpc_port)]
     left += [f"run-state file {p.name}" for p in run_dir.glob("*")]
