@@ -302,3 +302,21 @@ def apply_congestion(ctl: _Fabric, config: CongestionConfig,
     if errors:
         raise RuntimeError("congestion settings failed on " + "\n".join(errors))
     return written
+
+
+def set_port_pfc(client: _Client, schema: Schema, port: int, pfc: PfcConfig | None) -> None:
+    """Turn PFC generation and propagation for one egress port off (None) or on again; what the
+    watchdog does to a stormed queue so that it stops pausing its upstream."""
+    config = CongestionConfig(pfc=pfc or PfcConfig(xoff=1, xon=0), pfc_ports=(port,))
+    wanted = [e for e in table_entities(schema, [port], config)
+              if schema.name_of(e.table_entry.table_id) in (TABLES["pfc"], TABLES["propagation"])]
+    keys = []
+    for entity in wanted:
+        key = Entity()
+        key.CopyFrom(entity)
+        key.table_entry.ClearField("action")
+        keys.append(key)
+    present = [key for key in keys if client.read([key])]
+    client.write(_updates(Update.DELETE, present))
+    if pfc is not None:
+        client.write(_updates(Update.INSERT, wanted))

@@ -7,8 +7,9 @@ command starts `simple_switch_CLI` (~0.3 s), so BMv2 polling is slower.
 **PfcWatchdog** (SONiC/Juniper-style, PARAMETERS.md): every `poll_s` it asks whether each
 watched (switch, port, priority) queue is paused; paused for `storm_s` without a break is a PFC
 storm (a peer that never stops pausing, or a deadlock). Action "drop": the queue's depth is set
-to 0, so its traffic is dropped instead of backing up the fabric, which is what ends the
-propagation; after `restore_s` without pause the depth comes back. Every storm and restore is
+to 0, so its traffic is dropped instead of backing up the fabric, and (given `pfc_off`) the
+queue's own PFC is switched off (`congestion.set_port_pfc`), so it stops pausing its upstream;
+after `restore_s` without pause the depth and PFC come back. Every storm and restore is
 an event with its time. On p4switch "paused" is the traffic manager's own state
 (`queue_stats`); on BMv2 it is what the pause agent applied.
 
@@ -119,6 +120,9 @@ class PfcWatchdog:
     is_paused: Callable[[str, int, int], bool]
     set_depth: Callable[[str, int, int, int], None]
     restore_depth: int = 64
+    # optional: stop / resume the queue's own PFC (its pauses to the upstream) during a storm
+    pfc_off: Callable[[str, int], None] | None = None
+    pfc_on: Callable[[str, int], None] | None = None
     poll_s: float = 0.1
     storm_s: float = 0.2
     restore_s: float = 0.2
@@ -148,6 +152,8 @@ class PfcWatchdog:
                 if not watch.storming and now - watch.paused_since >= self.storm_s:
                     watch.storming = True
                     self.set_depth(*key, 0)
+                    if self.pfc_off is not None:
+                        self.pfc_off(key[0], key[1])
                     self.events.append(WatchdogEvent(time.time(), *key, "storm"))
             else:
                 watch.paused_since = None
@@ -156,6 +162,8 @@ class PfcWatchdog:
                 if watch.storming and now - watch.clear_since >= self.restore_s:
                     watch.storming = False
                     self.set_depth(*key, self.restore_depth)
+                    if self.pfc_on is not None:
+                        self.pfc_on(key[0], key[1])
                     self.events.append(WatchdogEvent(time.time(), *key, "restore"))
 
     def _run(self) -> None:
