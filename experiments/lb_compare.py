@@ -27,6 +27,7 @@ from experiments.ballsbins import expected_imbalance
 from experiments.framework import Experiment, ExperimentError, RunContext
 from experiments.lb_lab import FlowOutcome, FlowSpec, LbLab, LinkLoads, prefixed
 from experiments.lb_plots import plot
+from experiments.lb_switch import flow_index
 from topos import FabricSpec, build_fabric
 from topos.analysis import shortest_paths
 
@@ -36,7 +37,7 @@ RUN_FIELDS = ["fabric", "mode", "gap_us", "label", "flows", "seed", "uplinks", "
               "ooo_fraction", "reorder_peak", "reorder_distance_max", "lost", "complete"]
 FLOW_FIELDS = ["fabric", "label", "flows", "seed", "flow", "sport", "bytes", "completion_s",
                "throughput_bps", "packets", "out_of_order", "reorder_occupancy_max",
-               "reorder_distance_max", "tagged", "lost"]
+               "reorder_distance_max", "reorder_skipped", "tagged", "lost"]
 LINK_FIELDS = ["fabric", "label", "flows", "seed", "link", "packets", "bytes"]
 
 # Scales that keep a fabric small enough for software switches (see docs/mechanisms/*.md).
@@ -101,14 +102,30 @@ def uplinks(spec: FabricSpec, leaf: str) -> list[tuple[str, str]]:
     return [(leaf, n) for n in spec.neighbours(leaf) if spec.is_switch(n)]
 
 
-def plan(spec: FabricSpec, n: int, seed: int, flow_bytes: int) -> list[FlowSpec]:
-    """n flows, source and destination NICs round-robin, random distinct source ports."""
+def plan(spec: FabricSpec, n: int, seed: int, flow_bytes: int,
+         taken: set[int] | None = None) -> list[FlowSpec]:
+    """n flows, source and destination NICs round-robin, random distinct source ports. With
+    `taken`, ports whose per-flow register index is in it are skipped (and theirs added): a DLB
+    switch numbers a flow's packets on from where an earlier flow with that index left off."""
     first, last = end_leaves(spec)
     srcs, dsts = nics_under(spec, first), nics_under(spec, last)
+    ip = {nic.name: nic.ip for nic in spec.host_nics()}
     rng = random.Random(f"lb-compare-{spec.name}-{n}-{seed}")
-    sports = rng.sample(range(49152, 65536), n)
-    return [FlowSpec(srcs[i % len(srcs)], dsts[i % len(dsts)], qpn=1 + i, sport=sports[i],
-                     bytes=flow_bytes) for i in range(n)]
+    flows = []
+    for i in range(n):
+        src, dst = srcs[i % len(srcs)], dsts[i % len(dsts)]
+        while True:
+            sport = rng.randrange(49152, 65536)
+            if any(f.sport == sport for f in flows):
+                continue
+            if taken is None:
+                break
+            index = flow_index(sport, src_ip=ip[src], dst_ip=ip[dst])
+            if index not in taken:
+                taken.add(index)
+                break
+        flows.append(FlowSpec(src, dst, qpn=1 + i, sport=sport, bytes=flow_bytes))
+    return flows
 
 
 def imbalance(loads: LinkLoads, links: list[tuple[str, str]]) -> tuple[float, int]:
@@ -160,10 +177,11 @@ def run(ctx: RunContext) -> None:
                    log_dir=ctx.out.path / "logs" / name) as lab:
             for mode, gap in modes(params):
                 if (mode, gap) != (lab.mode, lab.flowlet_gap_us or 0):
-                    lab.switch_mode(mode, gap or None)
+                    lab.switch_mode(mode, gap or None)  # a fresh pipeline: registers at 0
+                taken: set[int] | None = set() if mode == "dlb" else None
                 for n in params["flows"]:
                     for seed in range(params["seeds"]):
-                        flows = plan(spec, n, seed, params["flow_bytes"])
+                        flows = plan(spec, n, seed, params["flow_bytes"], taken)
                         before = lab.link_counters()
                         outcomes = lab.run_flows(flows, rate_bps=rate_bps,
                                                  timeout_s=params["timeout_s"])
@@ -193,7 +211,8 @@ def _flow_rows(row: dict, outcomes: list[FlowOutcome]) -> list[dict]:
              "bytes": o.bytes, "completion_s": round(o.completion_s, 4),
              "throughput_bps": round(o.throughput_bps), "packets": o.packets,
              "out_of_order": o.out_of_order, "reorder_occupancy_max": o.reorder_occupancy_max,
-             "reorder_distance_max": o.reorder_distance_max, "tagged": o.tagged,
+             "reorder_distance_max": o.reorder_distance_max,
+             "reorder_skipped": o.record.get("reorder_skipped", 0), "tagged": o.tagged,
              "lost": o.lost} for o in outcomes]
 
 

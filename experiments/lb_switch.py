@@ -13,6 +13,7 @@ a packet, packet by packet. `colliding_sports` finds UDP source ports ECMP puts 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from functools import cache
 
 from experiments.single_switch import _by_suffix, load_program
 from p4switch.cpmodel import ActionCall, FieldMatch
@@ -97,3 +98,15 @@ def colliding_sports(ports: list[int], seed: int, *, src_ip: str, dst_ip: str,
         if len(found) == count:
             yield tuple(found)
             del by_port[port]
+
+
+@cache
+def _tagger() -> LbSwitch:
+    return LbSwitch("dlb", [1], host_ports=[2])
+
+
+def flow_index(sport: int, *, src_ip: str, dst_ip: str) -> int:
+    """The index of a RoCEv2 flow's per-flow registers (its DLB tag's flow id), which every
+    switch computes alike (a CRC-32 of the 5-tuple, no seed)."""
+    _, out = _tagger().forward(roce_frame(sport, src_ip=src_ip, dst_ip=dst_ip), ingress_port=2)
+    return int.from_bytes(out[36:38], "big")
