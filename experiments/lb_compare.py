@@ -236,7 +236,7 @@ EXPERIMENT = Experiment(
     name="lb-compare",
     summary="ECMP vs flowlet switching vs per-packet DLB: link imbalance against balls-into-bins, "
             "per-flow throughput, job completion time, reordering",
-    duration="about 1 min with --quick, 6 min in full; Mininet, root",
+    duration="about 1.5 min with --quick, 8 min in full; Mininet, root",
     defaults={"fabrics": ["leafspine", "bigraph"], "modes": ["ecmp", "flowlet", "dlb"],
               "flowlet_gaps_us": [1000, 50000], "flows": [2, 4, 8, 16], "seeds": 3,
               "flow_bytes": 32768, "link_mbps": 1.0, "queue_pkts": 256, "timeout_s": 30.0,

@@ -187,7 +187,7 @@ EXPERIMENT = Experiment(
     name="topology-aware",
     summary="rank placement: AIPod ring with naive vs topology-aware order (superspine traffic), "
             "BiGraph halving-doubling with naive vs EFLOPS-remapped ranks (link conflicts)",
-    duration="about 1 min with --quick, 2 min in full; Mininet, root",
+    duration="about 2.5 min with --quick, 5 min in full; Mininet, root",
     defaults={"parts": ["aipod", "bigraph"], "size": 131072, "link_mbps": 1.0,
               "queue_pkts": 256, "mtu_payload": 1024, "bigraph_switches_per_group": 4,
               "bigraph_hosts_per_switch": 2, "name_prefix": "", "port_base": 45000},
