@@ -36,7 +36,8 @@ def run(tx: Agent, rx: Agent, a, b, pps: float | None, seconds: float) -> None:
     offered = f"{pps:8.0f}" if pps else "unpaced "
     loss = 1 - q["packets"] / sent["packets"] if sent["packets"] else 0
     print(f"receiver offered {offered} pps (sent at {sent['pps']:8.0f}): processed "
-          f"{rate:8.0f} pps, {q['packets']} of {sent['packets']} packets, loss {loss:.2%}")
+          f"{rate:8.0f} pps, {q['packets']} of {sent['packets']} packets, loss {loss:.2%} "
+          f"(socket overflow {got['socket_drops']})")
 
 
 def main() -> int:
