@@ -1,0 +1,68 @@
+"""`fabric-lab run incast --quick`, end to end, and what its output files hold."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiments.incast_trial import SETTINGS, SUMMARY_FIELDS
+from experiments.telemetry import COLUMNS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.mininet
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_incast_quick_run_writes_complete_results(tmp_path: Path) -> None:
+    out = tmp_path / "incast"
+    done = subprocess.run([sys.executable, "-m", "fabric_lab.cli", "run", "incast", "--quick",
+                           "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=540, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+
+    params = json.loads((out / "params.json").read_text())
+    assert params["status"] == "complete" and params["quick"] is True
+    assert sorted(params["plots"]) == ["queues.png", "summary.png", "throughput.png"]
+    for name in params["plots"]:
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    summary = {r["setting"]: r for r in _rows(out / "summary.csv")}
+    assert list(summary) == list(SETTINGS)
+    assert set(next(iter(summary.values()))) == set(SUMMARY_FIELDS)
+    none, ecn, pfc, both = (summary[s] for s in SETTINGS)
+    assert int(none["drops_congested"]) > 0 and int(none["lost"]) > 0
+    for row in (pfc, both):
+        assert int(row["drops_congested"]) == 0
+        assert int(row["messages_complete"]) == int(row["senders"])
+        assert int(row["host_pause_frames"]) > 0 and float(row["spine_paused_s"]) > 0
+    for row in (ecn, both):
+        assert int(row["ecn_marked"]) > 0 and int(row["cnps"]) > 0
+    for row in (none, ecn):
+        assert int(row["host_pause_frames"]) == 0 and float(row["spine_paused_s"]) == 0
+    assert int(none["ecn_marked"]) == 0 and int(none["cnps"]) == 0
+    assert int(none["peak_queue_congested"]) >= 60  # the 64-packet queue overflowed
+
+    series = _rows(out / "timeseries.csv")
+    assert set(series[0]) == {"setting", *COLUMNS}
+    for setting in SETTINGS:
+        rows = [r for r in series if r["setting"] == setting]
+        queues = {(r["switch"], r["port"]) for r in rows}
+        assert len(queues) == 4
+        times = sorted({float(r["t_s"]) for r in rows})
+        assert times[0] < 0 < times[-1]  # samples before and after the incast start
+        gaps = [b - a for a, b in itertools.pairwise(times)]
+        assert sorted(gaps)[len(gaps) // 2] <= 0.1  # sampled at 100 ms or finer
+        tx = [int(r["tx_packets"]) for r in rows if (r["switch"], r["port"]) == min(queues)]
+        assert tx == sorted(tx)  # cumulative counters
