@@ -123,6 +123,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--bigraph", metavar="M,N",
                    help="hosts per switch and switch count (for --order hdrm and conflicts)")
     c.add_argument("--seed", type=int, default=0, help="for --order random")
+    c.add_argument("--mtu", type=positive(int), default=1024, help="payload bytes per packet")
+    c.add_argument("--tag", action="store_true", help="hosts add the DLB reorder tag")
+    c.add_argument("--step-timeout", type=positive(float), default=60.0,
+                   help="give up on a step after this many seconds (60)")
     c.add_argument("--dry-run", action="store_true", help="print the schedule, send nothing")
     c.add_argument("--json", type=Path, help="write the result here")
     c.add_argument("--quiet", action="store_true")
@@ -292,7 +296,8 @@ def _collective(args: argparse.Namespace) -> int:
                   f"{step.time_s * 1000:.1f} ms{state}", file=sys.stderr, flush=True)
 
     try:
-        result = run_collective(sched, placed, args.rate, on_step=on_step)
+        result = run_collective(sched, placed, args.rate, on_step=on_step, tag=args.tag,
+                                mtu_payload=args.mtu, step_timeout_s=args.step_timeout)
     except ValueError as e:
         return _fail(args, str(e))
     d = result.to_dict(sched.busbw_factor)

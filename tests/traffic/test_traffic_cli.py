@@ -93,7 +93,7 @@ def test_recv_writes_csv_and_json(pair_net, tmp_path):
 @pytest.mark.root
 def test_collective_over_named_namespaces(star4, tmp_path):
     specs = [f"h{i}=netns:{star4.hosts[f'h{i}'].netns}" for i in range(4)]
-    args = ["collective", "--algo", "a2a", "--size", "64K", "--rate", "20M",
+    args = ["collective", "--algo", "a2a", "--size", "64K", "--rate", "20M", "--tag",
             "--json", str(tmp_path / "c.json")]
     for s in specs:
         args += ["--host", s]
@@ -102,3 +102,5 @@ def test_collective_over_named_namespaces(star4, tmp_path):
     assert "step 0" in proc.stderr and "algbw" in proc.stdout
     res = json.loads((tmp_path / "c.json").read_text())
     assert res["complete"] and len(res["steps"]) == 1 and res["steps"][0]["flows"] == 12
+    step = res["steps"][0]
+    assert step["packets"] == 12 * 16 and step["tagged_packets"] == step["packets"]

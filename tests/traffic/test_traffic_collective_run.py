@@ -30,6 +30,7 @@ def test_collectives_run_step_by_step_over_real_hosts(star4):
     # Physics: a step cannot beat its largest flow at the sending host's rate.
     for s in ring.steps:
         assert s.flows == 4 and s.bytes == 4 * 64 * 1024
+        assert s.packets == 4 * 64 and s.tagged_packets == 0
         assert 64 * 1024 * 8 / RATE <= s.time_s < 10 * 64 * 1024 * 8 / RATE
     assert hd.steps[0].bytes == 4 * 128 * 1024
     assert hd.steps[0].time_s >= 128 * 1024 * 8 / RATE

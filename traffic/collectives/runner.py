@@ -33,6 +33,8 @@ class StepResult:
     lost_packets: int = 0
     out_of_order: int = 0
     receiver_drops: int = 0  # frames the receivers' sockets overflowed on (CPU starved)
+    packets: int = 0
+    tagged_packets: int = 0  # arrived with the DLB reorder tag (host- or switch-added)
 
 
 @dataclass
@@ -79,8 +81,11 @@ class CollectiveRunner:
     """Workers on a rank -> host placement; `run(schedule)` may be called repeatedly."""
 
     def __init__(self, hosts: Sequence[Host], rate_bps: float, mtu_payload: int = 1024,
-                 step_timeout_s: float = 60.0, sender: dict[str, Any] | None = None,
+                 step_timeout_s: float = 60.0, tag: bool = False,
+                 sender: dict[str, Any] | None = None,
                  receiver: dict[str, Any] | None = None) -> None:
+        """`tag`: hosts add the DLB reorder tag; `sender`/`receiver`: extra SenderConfig /
+        ReceiverConfig fields for every step (e.g. {"cnp_on_out_of_order": True})."""
         if rate_bps <= 0:
             raise ValueError(f"rate must be > 0 b/s, got {rate_bps}")
         if len(hosts) < 2:
@@ -89,6 +94,7 @@ class CollectiveRunner:
         self.rate_bps = rate_bps
         self.mtu_payload = mtu_payload
         self.step_timeout_s = step_timeout_s
+        self.tag = tag
         self.sender_extra = sender or {}
         self.receiver_extra = receiver or {}
         self._rx: dict[str, Agent] = {}
@@ -137,7 +143,7 @@ class CollectiveRunner:
             qpn = flow_qpn(f.src, f.dst, ranks)
             by_dst[dst.name].append({"src_ip": src.ip, "qpn": qpn, "bytes": f.bytes})
             by_src[src.name].append({"dst_ip": dst.ip, "qpn": qpn, "message_bytes": f.bytes,
-                                     "messages": 1})
+                                     "messages": 1, "tag": self.tag})
         ifaces = {h.name: h.iface for h in self.hosts}
         for name, expect in by_dst.items():
             self._rx[name].start_recv({
@@ -173,6 +179,8 @@ class CollectiveRunner:
             lost_packets=sum(q["lost"] for q in qps),
             out_of_order=sum(q["out_of_order"] for q in qps),
             receiver_drops=sum(g["socket_drops"] for g in got),
+            packets=sum(q["packets"] for q in qps),
+            tagged_packets=sum(q["tagged"] for q in qps),
         )
 
 
