@@ -10,8 +10,10 @@ small against what crossed the link. Probes keep idle links measured; busy links
 are measured with their traffic too. This uses only packet-out and counters, so it runs on p4switch
 and BMv2 alike.
 
-A direction is bad in a round when it lost at least `threshold` of what was sent and at least
-`min_lost` frames. A link bad for `bad_rounds` rounds in a row is isolated (`on_verdict(link,
+A direction is bad in a round when it lost at least `min_lost` frames in that round and, over
+that round and the `bad_rounds - 1` before it together, at least `min_lost` frames and
+`threshold` of what was sent (frames that were only late at one reading arrive in the next round
+and cancel out). A link bad for `bad_rounds` rounds in a row is isolated (`on_verdict(link,
 True)`); one good for `good_rounds` rounds in a row afterwards is given back.
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -112,6 +115,7 @@ class LinkProber:
                        for sw in self.switches}
         self.rounds: list[ProbeRound] = []
         self.verdicts = Hysteresis(bad_rounds, good_rounds)
+        self._history: dict[tuple[str, str], deque] = {}  # (link, sender) -> recent rounds
         self._seq = 0
         self._last: tuple[dict, set[str]] | None = None  # previous counters, links up then
         self._stop = threading.Event()
@@ -190,13 +194,22 @@ class LinkProber:
                 received = (now[far.node][0].get(far.port, 0)
                             - before[far.node][0].get(far.port, 0))
                 directions.append(DirectionLoss(name, near.node, far.node, sent, received))
-        bad = sorted({d.link for d in directions
-                      if d.loss >= self.threshold and d.lost >= self.min_lost})
+        bad = sorted({d.link for d in directions if self._bad(d)})
         self._verdicts(bad, {d.link for d in directions})
         result = ProbeRound(started, time.time() - started, directions, bad,
                             sorted(self.isolated))
         self.rounds.append(result)
         return result
+
+    def _bad(self, d: DirectionLoss) -> bool:
+        """Lost this round, and over the last `bad_rounds` rounds together: frames that were
+        only late at one reading (a switch that stalled) arrive in the next round and cancel."""
+        window = self._history.setdefault((d.link, d.src), deque(maxlen=self.verdicts.bad_rounds))
+        window.append((d.sent, d.received))
+        sent = sum(w[0] for w in window)
+        lost = sent - sum(w[1] for w in window)
+        return (d.lost >= self.min_lost and lost >= self.min_lost
+                and lost >= self.threshold * sent)
 
     def _verdicts(self, bad: list[str], measured: set[str]) -> None:
         by_name = {f"{ln.a.node}~{ln.b.node}": ln for ln in self.links}
