@@ -54,6 +54,7 @@ class TrafficManager:
         self.default_depth = DEFAULT_DEPTH
         self.default_rate = 0.0
         self._ports: dict[int, list[EgressQueue]] = {}
+        self._busy: dict[int, list[EgressQueue]] = {}  # ports with packets queued
         self._pending = 0  # packets queued across all queues
         self.priority_drops = 0
 
@@ -146,6 +147,7 @@ class TrafficManager:
         q.items.append((send_at, now, depth, item))
         q.stats.enqueued += 1
         self._pending += 1
+        self._busy[port] = self._ports[port]
         return depth
 
     def __len__(self) -> int:
@@ -156,7 +158,7 @@ class TrafficManager:
         out: list[Dequeued] = []
         if not self._pending:
             return out
-        for port, qs in self._ports.items():
+        for port, qs in list(self._busy.items()):
             while True:
                 for prio in range(len(qs) - 1, -1, -1):
                     q = qs[prio]
@@ -168,6 +170,8 @@ class TrafficManager:
                         break
                 else:
                     break
+            if not any(q.items for q in qs):
+                del self._busy[port]
         return out
 
     def next_due(self) -> float | None:
@@ -175,7 +179,7 @@ class TrafficManager:
         if not self._pending:
             return None
         due = None
-        for qs in self._ports.values():
+        for qs in self._busy.values():
             for q in qs:
                 if q.items:
                     t = max(q.items[0][0], q.paused_until)
@@ -187,4 +191,5 @@ class TrafficManager:
         for qs in self._ports.values():
             for q in qs:
                 q.items.clear()
+        self._busy.clear()
         self._pending = 0
