@@ -3,10 +3,12 @@ demo and the failover tests share.
 
     with FailoverLab(spec) as lab:                  # Mininet + switches + controller + loops
         flows = lab.plan_flows([("h0n0", "h3n0")], per_pair=4)
-        with lab.start_flows(flows, pps=300) as run:
+        with lab.start_flows(flows, pps=120) as run:  # run.bins: live 10 ms bins per flow
             link = lab.busiest_link(lab.candidates("uplink", flows))
-            t_fail = lab.fail("uplink", link)
+            failure = Failure("uplink", lab.target_of("uplink", link))
+            lab.fail(failure)                        # failure.t_fail: when
             ...
+            lab.restore(failure)
         run.results                                  # per-flow receiver records
 
 The controller reconverges on port events (`Reconverger`) and, when probes are on, isolates
