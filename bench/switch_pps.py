@@ -141,10 +141,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_switch(args: list[str]) -> tuple[subprocess.Popen, str, float]:
+def start_switch(args: list[str], thrift_port: int = 0) -> tuple[subprocess.Popen, str, float]:
     grpc_port = free_port()
-    argv = [sys.executable, "-m", "p4switch.cli.switch", "--thrift-port", str(free_port()),
-            *args, "--", "--grpc-server-addr", f"127.0.0.1:{grpc_port}"]
+    argv = [sys.executable, "-m", "p4switch.cli.switch", "--thrift-port",
+            str(thrift_port or free_port()), *args, "--", "--grpc-server-addr",
+            f"127.0.0.1:{grpc_port}"]
     start = time.monotonic()
     proc = subprocess.Popen(argv, cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)),
                             stderr=subprocess.DEVNULL)
@@ -234,6 +235,9 @@ def main() -> int:
     p.add_argument("--rates", default=DEFAULT_RATES)
     p.add_argument("--seconds", type=float, default=1.0)
     p.add_argument("--sizes", default="64,1000")
+    p.add_argument("--queue-rate", type=int, default=0, metavar="PPS",
+                   help="also rate-limit the egress queue of port 2 (packets then go through "
+                   "the traffic manager's queues instead of straight to egress)")
     args = p.parse_args()
     if args.worker:
         kind, *rest = args.worker
@@ -261,11 +265,19 @@ def main() -> int:
             stop(proc)
             proc, _, t_src = start_switch(["-i", f"1@{p1}", str(REPO / "p4src" / "ecmp.p4")])
             stop(proc)
-            proc, addr, t_cfg = start_switch(["-i", f"1@{p1}", "-i", f"2@{p2}", str(config)])
+            thrift = free_port()
+            proc, addr, t_cfg = start_switch(["-i", f"1@{p1}", "-i", f"2@{p2}", str(config)],
+                                             thrift)
             print(f"start-up to gRPC ready: --no-p4 {t_nop4:.3f} s, ecmp.p4 source "
                   f"{t_src:.3f} s, ecmp.p4switch.json {t_cfg:.3f} s")
             try:
                 program_ecmp(addr, p4info, program.device_config())
+                if args.queue_rate:
+                    subprocess.run([sys.executable, "-m", "p4switch.cli.runtime_cli",
+                                    "--thrift-port", str(thrift), "set_queue_rate",
+                                    str(args.queue_rate), "2"], cwd=REPO, check=True,
+                                   env=dict(os.environ, PYTHONPATH=str(REPO)))
+                    print(f"egress queue of port 2 limited to {args.queue_rate} pps")
                 rates = [int(r) for r in args.rates.split(",")]
                 for size in (int(s) for s in args.sizes.split(",")):
                     best = 0
