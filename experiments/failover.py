@@ -45,9 +45,8 @@ def run(ctx: RunContext) -> None:
         raise ExperimentError(f"failover: unknown kind(s) {', '.join(unknown)}; "
                               f"choose from {', '.join(KINDS)}")
     spec = build_fabric(ctx.fabric or params["fabric"])
-    target = "p4switch" if ctx.target == "auto" else ctx.target
     outcomes, timeline, events = [], [], []
-    with FailoverLab(spec, target=target, log_dir=ctx.out.path / "logs",
+    with FailoverLab(spec, target=ctx.target, log_dir=ctx.out.path / "logs",
                      probe_period=params["probe_period_s"]) as lab:
         kinds = list(params["kinds"])
         if "tor" in kinds and not all(lab.dual_homed(src) for src, _ in lab.default_pairs()):
