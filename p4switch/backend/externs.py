@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from ..frontend import ast as A
 from ..frontend.symbols import InstanceSym
-from ..frontend.types import BoolType, EnumType, ListType, StackType, StructType, TupleType, Varbit, bit_width
+from ..frontend.types import (
+    BoolType,
+    EnumType,
+    ErrorType,
+    ListType,
+    StackType,
+    StructType,
+    TupleType,
+    Varbit,
+    bit_width,
+)
 from ..runtime.hashing import ALGORITHMS
 from .env import Env
 from .expr import Unsupported
@@ -63,7 +73,9 @@ class ExternGen:
             self.em.line(f"{tmp} = {v}")
             out.append((f"{tmp}[0]", f"{tmp}[1]", guard))
             return
-        w = bit_width(t)
+        # BMv2 holds enums and errors as 32-bit values
+        w = 32 if isinstance(t, ErrorType) or (isinstance(t, EnumType) and t.width is None) \
+            else bit_width(t)
         if isinstance(t, BoolType):
             v = f"int({v})"
         elif getattr(t, "signed", False):

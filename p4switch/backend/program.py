@@ -268,6 +268,9 @@ def generate(info: ProgramInfo, program: str, reporter: Reporter):
     except Unsupported as e:
         reporter.unsupported(e.pos, e.what)
         return None
+    except Exception as e:  # a bug here must still come out as a diagnostic
+        reporter.error(None, f"internal compiler error: {type(e).__name__}: {e}")
+        return None
     out = Emitter()
     for line in PRELUDE.splitlines():
         out.line(line)

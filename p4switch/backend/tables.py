@@ -148,8 +148,8 @@ class TableGen:
             em.line(f"{name} = {act}.action")
         em.line("if _LOG is not None:")
         with em.indent():
-            em.line(f"_LOG(f'table {info.name}: {{\"hit\" if {hit} else \"miss\"}}, "
-                    f"action {{{name}}}')")
+            label = repr(f"table {info.name}: ")
+            em.line(f"_LOG({label} + ('hit' if {hit} else 'miss') + ', action ' + str({name}))")
         first = True
         for r in decl.all_actions:
             aname = self.action_name(r.sym)

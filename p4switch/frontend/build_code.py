@@ -26,6 +26,12 @@ class CodeBuilder(Transformer):
         func, _lt, targs, args = ch[0], ch[1], ch[2], ch[-1]
         return A.CallStmt(self._pos(meta), A.Call(self._pos(meta), func, args, targs or []))
 
+    def direct_apply(self, meta, ch):
+        """`Type.apply(...)`: applies an implicit instance of a parser or control type."""
+        pos = self._pos(meta)
+        func = A.Member(pos, A.TypeNameExpr(pos, str(ch[0])), "apply")
+        return A.CallStmt(pos, A.Call(pos, func, ch[-1]))
+
     def lv_name(self, meta, ch):
         return A.Name(self._pos(meta), str(ch[0]))
 

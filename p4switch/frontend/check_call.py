@@ -80,7 +80,8 @@ class CallChecker:
             return VoidType()
         if kind == "extern":
             et: ExternType = ref[1]
-            return self._extern_call(e, ref[2], scope, dict(et.targs), "extern_method",
+            env = {tp: et.targs.get(tp, TypeVar(tp)) for tp in et.decl.tparams}
+            return self._extern_call(e, ref[2], scope, env, "extern_method",
                                      f"{et.decl.name}.{f.name}")
         self.err(f.pos, "unsupported: this call")
         return UNKNOWN
@@ -105,6 +106,8 @@ class CallChecker:
             return UNKNOWN
         proto = fitting[0]
         e.ref = proto
+        for tp in proto.tparams:  # the callee's type parameters shadow same-named types
+            env[tp] = TypeVar(tp)
         for tp, targ in zip(proto.tparams, e.targs, strict=False):
             env[tp] = self.resolve_type(targ)
         self.bind_args(e, proto.params, scope, env, name)
@@ -159,7 +162,8 @@ class CallChecker:
             if a is None:
                 continue
             pt = self.resolve_type(p.tref, env)
-            pt = env.get(pt.name, pt) if isinstance(pt, TypeVar) else pt
+            if isinstance(pt, TypeVar):
+                pt = env.get(pt.name, pt)
             if isinstance(pt, TypeVar):
                 if isinstance(a.type, IntLit):
                     self.err(a.pos, f"{what}: cannot infer the width of argument "
@@ -183,8 +187,9 @@ def _arity_fits(params: list[A.Param], n: int) -> bool:
 
 
 def _bind(pt: P4Type, at: P4Type, env: dict) -> None:
-    if isinstance(pt, TypeVar) and pt.name not in env and at is not None and not isinstance(
-            at, (IntLit, Unknown, TypeVar)):
+    unbound = isinstance(env.get(pt.name), TypeVar) if isinstance(pt, TypeVar) else False
+    if isinstance(pt, TypeVar) and (unbound or pt.name not in env) and at is not None and \
+            not isinstance(at, (IntLit, Unknown, TypeVar)):
         env[pt.name] = _list_as_tuple(at) if isinstance(at, (ListType, StructInitType)) else at
 
 

@@ -234,6 +234,13 @@ class ExprChecker:
             e.const = self.errors.index(e.name)
             return ErrorType()
         t = self.types.get(tname)
+        if isinstance(t, BlockType) and e.name == "apply" and \
+                isinstance(t.decl, (A.ControlDecl, A.ParserDecl)):
+            # direct invocation: an implicit instance named after the type
+            inst = A.Instantiation(e.pos, tname, [], A.NamedTypeRef(e.pos, tname), [])
+            e.expr.ref = InstanceSym(tname, t, inst, [])
+            e.ref = ("block", t)
+            return MethodType("block_apply", t)
         if isinstance(t, EnumType):
             if e.name not in t.members:
                 self.err(e.pos, f"{tname} has no member '{e.name}'")
