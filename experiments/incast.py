@@ -61,7 +61,7 @@ EXPERIMENT = Experiment(
     name="incast",
     summary="N-to-1 RoCEv2 incast with and without ECN/DCQCN and PFC: drops, completion, queues, "
             "pauses and a victim flow's head-of-line blocking",
-    duration="about 1 min with --quick, 3 min in full; Mininet + p4switch, root",
+    duration="about 1 min with --quick, 1.5 min in full; Mininet + p4switch, root",
     defaults={"settings": list(SETTINGS), "senders": 3, "message_kb": 200, "host_pps": 250,
               "fabric_pps": 1000, "depth": 64, "link_mbps": 10.0,
               "kmin": 5, "kmax": 20, "pmax": 0.2,
