@@ -194,6 +194,29 @@ def test_later_ecmp_stages_spread_flows_too(fabric):
     assert _unused(plan, tx, dst, loaded) == {}
 
 
+def test_one_seed_everywhere_polarises_the_later_stages(fabric):
+    """The contrast: with the same seed on every switch, the stages after the first repeat the
+    first stage's choice and leave next hops unused (the lab's hash polarisation demo)."""
+    spec, ctl = fabric.spec, fabric.ctl
+    src, dst = spec.host_nics()[0], spec.host_nics()[-1]
+    on_path = {sw for path in shortest_switch_paths(spec, src.name, dst.name) for sw in path[1:]}
+    plan = ctl.routes()
+    later = [sw for sw in sorted(on_path) if len(plan[sw].routes[f"{dst.ip}/32"]) > 1]
+    if not later:
+        pytest.skip(f"one ECMP decision on the paths from {src.name} to {dst.name}")
+    ctl.hash_seed = 0x1230
+    try:
+        reports = ctl.program(push_pipeline=False)
+        assert sum(r.modified for r in reports) == len(spec.switches)  # only the seeds change
+        assert sum(r.inserted + r.deleted for r in reports) == 0
+        tx = _spray(fabric, dst)
+        loaded = [sw for sw in later if sum(tx.get(sw, {}).values()) >= 64]
+        assert _unused(plan, tx, dst, loaded) != {}
+    finally:
+        ctl.hash_seed = None
+        ctl.program(push_pipeline=False)
+
+
 def _set_intf(intf: str, state: str) -> None:
     subprocess.run(["ip", "link", "set", "dev", intf, state], check=True, capture_output=True)
 
