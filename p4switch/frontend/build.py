@@ -235,6 +235,8 @@ class Builder(CodeBuilder):
 
     def parser_state(self, meta, ch):
         annos, _, name, *stmts, nxt = ch
+        if nxt is None:  # no transition statement: transition reject
+            nxt = "reject"
         return A.ParserState(self._pos(meta), name, annos or [], stmts, nxt)
 
     def parser_block(self, meta, ch):
