@@ -71,6 +71,10 @@ def test_dlb_tags_at_the_host_port_only_and_numbers_each_flow():
             assert tag.next_proto == 17 and tag.flags == TAG_FLAG_SWITCH
             seqs.setdefault(sport, []).append(tag.seq)
             assert icrc_ok(strip_tag(out)), "the tag broke the packet's ICRC once stripped"
+            assert ip.len == len(out) - 14
+            fixed = ip.copy()
+            del fixed.chksum
+            assert IP(bytes(fixed)).chksum == ip.chksum, "IPv4 checksum not updated"
     assert seqs == {50000: [0, 1, 2, 3, 4], 50001: [0, 1, 2, 3, 4]}
     _, passed = switch.forward(roce_frame(50002), ingress_port=1)  # from a fabric port
     assert IP(passed[14:]).proto == 17
