@@ -13,6 +13,7 @@ from pathlib import Path
 ETH_P_ALL = 0x0003
 ETH_P_IP = 0x0800
 SIOCGIFADDR = 0x8915
+SIOCGIFHWADDR = 0x8927
 PACKET_OUTGOING = 4  # sll_pkttype of frames this host sent
 SOL_PACKET = 263
 PACKET_STATISTICS = 6
@@ -24,18 +25,27 @@ class NetError(RuntimeError):
 
 
 def interface_exists(iface: str) -> bool:
-    return Path("/sys/class/net", iface).is_dir()
+    """In this process's network namespace (not /sys, which shows the namespace that mounted
+    it: `nsenter --net` and Mininet hosts keep the root namespace's sysfs)."""
+    try:
+        socket.if_nametoindex(iface)
+    except OSError:
+        return False
+    return True
 
 
 def require_interface(iface: str) -> None:
     if not interface_exists(iface):
-        present = ", ".join(sorted(p.name for p in Path("/sys/class/net").iterdir()))
-        raise NetError(f"interface {iface!r} does not exist here (present: {present})")
+        names = sorted(name for _, name in socket.if_nameindex())
+        shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+        raise NetError(f"interface {iface!r} does not exist here (present: {shown})")
 
 
 def interface_mac(iface: str) -> str:
     require_interface(iface)
-    return Path("/sys/class/net", iface, "address").read_text().strip()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        raw = fcntl.ioctl(s.fileno(), SIOCGIFHWADDR, struct.pack("256s", iface.encode()[:15]))
+    return ":".join(f"{b:02x}" for b in raw[18:24])
 
 
 def interface_ip(iface: str) -> str:
