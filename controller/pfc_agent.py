@@ -27,11 +27,15 @@ pause in its traffic manager at the port and needs no agent.
 from __future__ import annotations
 
 import json
+import queue
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2
 
 from controller.queues import run_commands
 
@@ -210,10 +214,10 @@ def parse_punted_pfc(payload: bytes) -> dict[int, int] | None:
 class PauseAgent:
     """Applies punted PFC frames of one BMv2 switch as queue-rate changes (see module doc)."""
 
-    set_rate: Callable[[int, int, float], None]  # (port, priority, pps)
+    set_rate: Callable[[int, int, int], None]  # (port, priority, pps)
     link_bps: float
-    normal_pps: float  # the queue rate to restore
-    paused_pps: float = 1.0
+    normal_pps: Callable[[int, int], int]  # the queue rate to restore, per (port, priority)
+    paused_pps: int = 1
     clock: Callable[[], float] = time.monotonic
     until: dict[tuple[int, int], float] = field(default_factory=dict)
     frames: int = 0
@@ -228,7 +232,7 @@ class PauseAgent:
             key = (port, prio)
             if q == 0:
                 if self.until.pop(key, None) is not None:
-                    self.set_rate(port, prio, self.normal_pps)
+                    self.set_rate(port, prio, self.normal_pps(port, prio))
                 continue
             if key not in self.until:
                 self.set_rate(port, prio, self.paused_pps)
@@ -241,16 +245,14 @@ class PauseAgent:
         for key, until in list(self.until.items()):
             if until <= now:
                 del self.until[key]
-                self.set_rate(*key, self.normal_pps)
+                self.set_rate(*key, self.normal_pps(*key))
 
     def is_paused(self, port: int, prio: int) -> bool:
         return (port, prio) in self.until
 
-    def run(self, packet_ins, stop: threading.Event, port_of: Callable[[object], int],
-            tick_s: float = 0.005) -> None:
+    def run(self, packet_ins: queue.Queue, stop: threading.Event,
+            port_of: Callable[[p4runtime_pb2.PacketIn], int], tick_s: float = 0.005) -> None:
         """Serve a P4RuntimeClient's `packet_ins` queue until `stop` is set."""
-        import queue
-
         while not stop.is_set():
             try:
                 packet = packet_ins.get(timeout=tick_s)
@@ -259,3 +261,53 @@ class PauseAgent:
             if packet is not None:
                 self.on_frame(port_of(packet), packet.payload)
             self.expire()
+
+
+def packet_in_port(p4info: p4info_pb2.P4Info) -> Callable[[p4runtime_pb2.PacketIn], int]:
+    """Reads the ingress port out of a packet-in's `packet_in` controller header."""
+    for header in p4info.controller_packet_metadata:
+        if header.preamble.name == "packet_in":
+            for meta in header.metadata:
+                if meta.name == "ingress_port":
+                    meta_id = meta.id
+                    return lambda packet: next(
+                        int.from_bytes(m.value, "big") for m in packet.metadata
+                        if m.metadata_id == meta_id)
+    raise ValueError("the program has no packet_in controller header with an ingress_port")
+
+
+class PauseAgents:
+    """A PauseAgent per BMv2 switch of a FabricController, each serving its switch's
+    packet-ins in a thread; queue rates go over `channels` (RuntimeChannel per switch).
+    Program the switches with `CongestionConfig(punt_pfc=True)` so PFC frames reach them."""
+
+    def __init__(self, ctl, channels: dict[str, RuntimeChannel], link_bps: float,
+                 normal_pps: Callable[[str, int, int], int]) -> None:
+        port_of = packet_in_port(ctl.pipeline.p4info)
+        self._stop = threading.Event()
+        self.agents: dict[str, PauseAgent] = {}
+        self._threads = []
+        for name, client in ctl.clients.items():
+            channel = channels[name]
+            agent = PauseAgent(
+                lambda port, prio, pps, ch=channel: ch.command(
+                    f"set_queue_rate {max(1, int(pps))} {port} {prio}"),
+                link_bps, lambda port, prio, sw=name: normal_pps(sw, port, prio))
+            self.agents[name] = agent
+            self._threads.append(threading.Thread(
+                target=agent.run, args=(client.packet_ins, self._stop, port_of),
+                name=f"pause-agent-{name}", daemon=True))
+
+    def is_paused(self, switch: str, port: int, prio: int) -> bool:
+        """For the watchdog: what the agent applied."""
+        return self.agents[switch].is_paused(port, prio)
+
+    def start(self) -> PauseAgents:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(5)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import queue
+import threading
+import time
 from functools import cache
 from pathlib import Path
 
@@ -17,7 +20,7 @@ from controller.congestion import (
     configure_switch,
     table_entities,
 )
-from controller.pfc_agent import PauseAgent, PfcWatchdog, parse_punted_pfc
+from controller.pfc_agent import PauseAgent, PfcWatchdog, packet_in_port, parse_punted_pfc
 from controller.pipeline import build_pipeline
 from controller.schema import Schema
 from traffic.pfc import build_pause
@@ -136,19 +139,42 @@ def test_watchdog_drops_on_a_storm_and_restores_after_it() -> None:
 def test_pause_agent_emulates_pause_with_queue_rates() -> None:
     clock, rates = Clock(), []
     agent = PauseAgent(lambda port, prio, pps: rates.append((port, prio, pps)), link_bps=10e6,
-                       normal_pps=250, clock=clock)
+                       normal_pps=lambda port, prio: 250, clock=clock)
     assert not agent.on_frame(2, b"\x00" * 60)
     frame = build_pause("02:00:00:00:00:01", {3: 1000})  # 51.2 ms at 10 Mb/s
     assert parse_punted_pfc(frame) == {3: 1000}
-    assert agent.on_frame(2, frame) and rates == [(2, 3, 1.0)] and agent.is_paused(2, 3)
+    assert agent.on_frame(2, frame) and rates == [(2, 3, 1)] and agent.is_paused(2, 3)
     clock.t = 0.03
     agent.on_frame(2, frame)  # a refresh extends the pause without another write
     clock.t = 0.07
     agent.expire()
-    assert rates == [(2, 3, 1.0)]
+    assert rates == [(2, 3, 1)]
     clock.t = 0.09
     agent.expire()
-    assert rates == [(2, 3, 1.0), (2, 3, 250)] and not agent.is_paused(2, 3)
+    assert rates == [(2, 3, 1), (2, 3, 250)] and not agent.is_paused(2, 3)
     agent.on_frame(2, frame)
     agent.on_frame(2, build_pause("02:00:00:00:00:01", {3: 0}))  # XON restores at once
     assert rates[-1] == (2, 3, 250) and not agent.is_paused(2, 3)
+
+
+def test_pause_agent_serves_packet_ins_with_the_ingress_port() -> None:
+    p4info = build_pipeline(PROGRAM, "p4switch").p4info
+    port_of = packet_in_port(p4info)
+    meta_id = next(m.id for h in p4info.controller_packet_metadata
+                   if h.preamble.name == "packet_in" for m in h.metadata)
+    packets: queue.Queue = queue.Queue()
+    for payload in (bytes(60), build_pause("02:00:00:00:00:01", {3: 0xFFFF})):
+        packet = p4runtime_pb2.PacketIn(payload=payload)
+        packet.metadata.add(metadata_id=meta_id, value=(5).to_bytes(2, "big"))
+        packets.put(packet)
+    rates: list = []
+    agent = PauseAgent(lambda *a: rates.append(a), 10e6, lambda port, prio: 250)
+    stop = threading.Event()
+    thread = threading.Thread(target=agent.run, args=(packets, stop, port_of))
+    thread.start()
+    deadline = time.monotonic() + 5
+    while not rates and time.monotonic() < deadline:
+        stop.wait(0.01)
+    stop.set()
+    thread.join(5)
+    assert rates == [(5, 3, 1)] and agent.frames == 1
