@@ -80,9 +80,11 @@ def test_run_gets_the_fabric_and_its_exit_status(fabric_file, tmp_path):
     assert _left_behind(spec, tmp_path / "run") == []
 
 
-@pytest.mark.parametrize("when", ["compile", "mininet + switches ready", "total"])
+@pytest.mark.parametrize("when", ["fabric model", "mininet + switches ready", "total"])
 def test_interrupting_at_any_stage_leaves_nothing_behind(fabric_file, tmp_path, when):
-    """SIGTERM once the output shows the stage `when` ended (total: the fabric is routed)."""
+    """SIGTERM once the output shows the stage `when` ended: fabric model = while Mininet and
+    the switches start, mininet + switches ready = while connecting and programming, total =
+    the fabric is routed and the command runs."""
     spec, path = fabric_file
     run_dir = tmp_path / "run"
     proc = _up([str(path), "--target", "p4switch", "--run", "sleep 120"], run_dir)
