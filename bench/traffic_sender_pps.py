@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/traffic_sender_pps.py [--packets 200000]
 Needs root (namespaces). Prints pps for full-size (1024 B payload) and small (64 B) packets,
-one QP and eight QPs, and for tagged frames.
+one QP and eight QPs, and for tagged frames; then the pacing accuracy at three rates.
 """
 
 from __future__ import annotations
@@ -38,6 +38,16 @@ def main() -> int:
                 print(f"sender {name:26s}: {res['packets']:7d} packets in "
                       f"{res['elapsed_s']:.2f} s = {res['pps']:9.0f} pps "
                       f"({res['packets'] * (mtu + 58) * 8 / res['elapsed_s'] / 1e6:.0f} Mb/s)")
+            for pps in (1_000, 10_000, 30_000):  # pacing accuracy: achieved / target rate
+                rate = pps * (1024 + 58) * 8
+                tx.start_send({"iface": a.iface, "dcqcn": False, "ack_wait_s": 0.0,
+                               "qps": [{"dst_ip": b.ip, "dst_mac": b.mac, "qpn": 99,
+                                        "rate_bps": rate, "message_bytes": 64 * 1024,
+                                        "messages": max(1, pps // 64)}]})
+                q = tx.result(300)["qps"][0]
+                achieved = q["frame_bytes"] * 8 / (q["end"] - q["start"])
+                print(f"paced at {rate / 1e6:6.1f} Mb/s ({pps} pps): achieved "
+                      f"{achieved / 1e6:6.2f} Mb/s = {achieved / rate:.3f} of the target")
     return 0
 
 

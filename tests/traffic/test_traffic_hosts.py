@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 
 import pytest
 
@@ -16,8 +17,12 @@ def test_netns_and_pid_specs_resolve_interface_and_address(pair_net):
     a, b = pair_net.hosts["a"], pair_net.hosts["b"]
     ha = host_from_spec(f"x=netns:{a.netns}")
     assert isinstance(ha, NetnsHost) and (ha.name, ha.ip, ha.iface) == ("x", a.ip, a.iface)
-    holder = subprocess.Popen(["ip", "netns", "exec", b.netns, "sleep", "60"])  # execs: same pid
+    # A process living in b's namespace (ip netns exec execs it: same pid, once it printed).
+    holder = subprocess.Popen(["ip", "netns", "exec", b.netns, sys.executable, "-c",
+                               "import sys; print('in', flush=True); sys.stdin.read()"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
+        assert holder.stdout.readline().strip() == "in"
         hb = host_from_spec(f"y=pid:{holder.pid}:{b.iface}")
         assert isinstance(hb, PidHost) and (hb.ip, hb.iface) == (b.ip, b.iface)
         with Agent(hb) as rx, Agent(ha) as tx:  # the workers really run in those namespaces
