@@ -81,6 +81,12 @@ class RuntimeChannel:
             raise RuntimeChannelError(f"{line!r} on port {self.port}: {reply['output']}")
         return reply["output"]
 
+    def batch(self, lines: list[str]) -> str:
+        """Several commands, outputs joined by newlines; one CLI process on BMv2."""
+        if self.target != "p4switch":
+            return run_commands(self.target, self.port, lines, timeout=self.timeout)
+        return "\n".join(self.command(line) for line in lines)
+
     def queue_stats(self, port: int, priority: int) -> dict[str, int | bool]:
         """p4switch's `queue_stats`: depth, enqueued, dequeued, dropped, paused."""
         words = self.command(f"queue_stats {port} {priority}").split()
