@@ -3,7 +3,8 @@ sit in a range of their own, so these runs never meet other tests' networks."""
 
 from __future__ import annotations
 
-from topos import FabricSpec, build_fabric, validate
+from topos import FabricSpec, build_fabric
+from topos.relocate import prefixed
 
 PREFIX = "fo"
 GRPC_BASE = 39559
@@ -12,17 +13,4 @@ THRIFT_BASE = 39090
 
 def fo_fabric(name: str, **scale) -> FabricSpec:
     """`build_fabric(name, **scale)` with every name prefixed and management ports moved."""
-    spec = FabricSpec.from_dict(build_fabric(name, **scale).to_dict())
-    for index, sw in enumerate(spec.switches):
-        sw.name = PREFIX + sw.name
-        sw.grpc_port = GRPC_BASE + index
-        sw.thrift_port = THRIFT_BASE + index
-    for host in spec.hosts:
-        host.name = PREFIX + host.name
-        for nic in host.nics:
-            nic.name = PREFIX + nic.name
-    for link in spec.links:
-        for end in (link.a, link.b):
-            end.node = PREFIX + end.node
-            end.intf = PREFIX + end.intf
-    return validate(spec)
+    return prefixed(build_fabric(name, **scale), PREFIX, GRPC_BASE, THRIFT_BASE)
