@@ -71,6 +71,26 @@ def test_ecn_marks_between_kmin_and_kmax_some_above_kmax_all(incast_lab, tmp_pat
     assert set(plain.values()) == {0}  # not ECN-capable: never marked
 
 
+def test_dcqcn_cuts_the_rate_on_cnps_through_the_fabric(incast_lab) -> None:
+    """One sender at twice the congested port's rate: marks -> CNPs -> rate cuts."""
+    lab, roles, agents = incast_lab
+    lab.configure(CongestionConfig(ecn=EcnProfile(PARAMS["kmin"], PARAMS["kmax"],
+                                                  PARAMS["pmax"])))
+    src, dst = roles.senders[1], roles.receiver
+    start_bps = 2 * PARAMS["host_pps"] * 1082 * 8
+    agents[dst].start_recv(ReceiverConfig(iface=lab.iface(dst), idle_timeout_s=1.0,
+                                          duration_s=6.0))
+    agents[src].start_send(SenderConfig(
+        iface=lab.iface(src), link_bps=10e6, duration_s=3.0,
+        qps=[QueuePairConfig(lab.ip(dst), 0x500, rate_bps=start_bps, messages=None)]))
+    sent = agents[src].result(30)["qps"][0]
+    received = agents[dst].result(30)["qps"][0]
+    assert received["ce_marked"] > 0 and received["cnp_sent"] > 0
+    # CNPs cross the fabric back (those sent after the sender stopped find no one)
+    assert 0 < sent["cnps"] <= received["cnp_sent"]
+    assert sent["rate_cuts"] > 0 and sent["min_rate_bps"] < 0.75 * start_bps
+
+
 @pytest.fixture(scope="module")
 def incast_runs(incast_lab, tmp_path_factory):
     """The same incast without and with PFC; PFC frames captured at a sender."""
