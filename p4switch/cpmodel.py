@@ -141,6 +141,7 @@ class Register(Named):
     bitwidth: int = 0
     size: int = 0
     signed: bool = False
+    type_name: str | None = None  # a serializable enum's name when the element type is one
 
 
 @dataclass
@@ -165,6 +166,15 @@ class ControllerHeader(Named):
 
 
 @dataclass
+class SerializableEnum:
+    """`enum bit<W> Name { A = 1, ... }`, as P4Info's type_info describes it."""
+
+    name: str
+    bitwidth: int
+    members: list[tuple[str, int]] = field(default_factory=list)
+
+
+@dataclass
 class ControlPlaneModel:
     """Everything a controller can see of one program."""
 
@@ -179,6 +189,9 @@ class ControlPlaneModel:
     controller_headers: list[ControllerHeader] = field(default_factory=list)
     # Annotations of the `main` package instance (@pkginfo, @platform_property, others).
     package_annotations: list[Annotation] = field(default_factory=list)
+    # Serializable enum types of key fields, action parameters, controller header fields,
+    # register elements and digest fields (p4c describes those in P4Info's type_info).
+    serializable_enums: list[SerializableEnum] = field(default_factory=list)
 
     def table(self, name: str) -> Table:
         return _find(self.tables, name, "table")

@@ -8,21 +8,16 @@ field by field as p4c's P4Runtime serializer fills them for v1model. `p4info_tex
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable
-
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
 from p4switch import cpmodel
 from p4switch import p4info_ids as ids
+from p4switch.p4info_annotations import PROFILE_ONLY, add_annotations, package_info, string_literal
 from p4switch.p4info_index import P4InfoIndex
 
 __all__ = ["P4InfoIndex", "build_p4info", "p4info_text"]
 
-# Annotations p4c never copies into P4Info (`@brief`/`@description` become `doc`).
-_DROPPED_ANNOTATIONS = {"name", "id", "brief", "description"}
-_PROFILE_ANNOTATIONS = {"max_group_size", "selector_size_semantics", "max_member_weight"}
 _MATCH_TYPES = {
     "exact": p4info_pb2.MatchField.EXACT,
     "lpm": p4info_pb2.MatchField.LPM,
@@ -85,35 +80,6 @@ def _hidden(obj: cpmodel.Named) -> bool:
     return obj.annotation("hidden") is not None
 
 
-def _string_literal(body: str) -> str:
-    body = body.strip()
-    if len(body) >= 2 and body[0] == body[-1] == '"':
-        return body[1:-1].replace('\\"', '"').replace("\\\\", "\\")
-    return body
-
-
-def _add_annotations(
-    message,
-    annotations: Iterable[cpmodel.Annotation],
-    skip: Callable[[str], bool] = lambda name: False,
-) -> None:
-    brief = description = None
-    for annotation in annotations:
-        if annotation.name == "brief":
-            brief = _string_literal(annotation.body)
-        elif annotation.name == "description":
-            description = _string_literal(annotation.body)
-        if annotation.name in _DROPPED_ANNOTATIONS or skip(annotation.name):
-            continue
-        message.annotations.append(str(annotation))
-    if "doc" not in message.DESCRIPTOR.fields_by_name:
-        return  # e.g. an action reference: p4c drops @brief/@description there
-    if brief is not None:
-        message.doc.brief = brief
-    if description is not None:
-        message.doc.description = description
-
-
 class _Builder:
     def __init__(self, model: cpmodel.ControlPlaneModel, symbols: ids.SymbolIds) -> None:
         self.model = model
@@ -125,11 +91,11 @@ class _Builder:
         preamble.id = self.symbols.id(kind, name)
         preamble.name = name
         preamble.alias = self.symbols.alias(name)
-        _add_annotations(preamble, obj.annotations, skip or (lambda name: False))
+        add_annotations(preamble, obj.annotations, skip or (lambda name: False))
 
     def build(self) -> p4info_pb2.P4Info:
         model, info = self.model, self.p4info
-        _package_info(info.pkg_info, model.package_annotations)
+        package_info(info.pkg_info, model.package_annotations)
         if self._has_type_info():
             info.type_info.SetInParent()
         for table in model.tables:
@@ -153,6 +119,8 @@ class _Builder:
         for header in model.controller_headers:
             if not _hidden(header):
                 self.controller_header(header)
+        for enum in model.serializable_enums:
+            self.serializable_enum(enum)
         return info
 
     def _has_type_info(self) -> bool:
@@ -168,6 +136,7 @@ class _Builder:
             or m.registers
             or m.digests
             or any(h.fields for h in m.controller_headers)
+            or m.serializable_enums
         )
 
     def table(self, table: cpmodel.Table) -> None:
@@ -179,7 +148,7 @@ class _Builder:
             out = msg.match_fields.add()
             out.id = field_id
             out.name = mf.name
-            _add_annotations(out, mf.annotations)
+            add_annotations(out, mf.annotations)
             out.bitwidth = mf.bitwidth
             if mf.match_kind not in _MATCH_TYPES:
                 raise ValueError(f"table {table.name}: key {index} has match kind {mf.match_kind}")
@@ -187,7 +156,7 @@ class _Builder:
         for ref in table.action_refs:
             out = msg.action_refs.add()
             out.id = self.symbols.id(ids.ACTION, ref.name)
-            _add_annotations(out, ref.annotations)
+            add_annotations(out, ref.annotations)
             out.scope = _SCOPES[ref.scope]
         if table.default_action is not None:
             action_id = self.symbols.id(ids.ACTION, table.default_action.action)
@@ -226,13 +195,13 @@ class _Builder:
             out = msg.params.add()
             out.id = param_id
             out.name = param.name
-            _add_annotations(out, param.annotations)
+            add_annotations(out, param.annotations)
             out.bitwidth = param.bitwidth
 
     def action_profile(self, profile: cpmodel.ActionProfile) -> None:
         msg = self.p4info.action_profiles.add()
         self.preamble(
-            msg, ids.ACTION_PROFILE, profile.name, profile, lambda n: n in _PROFILE_ANNOTATIONS
+            msg, ids.ACTION_PROFILE, profile.name, profile, lambda n: n in PROFILE_ONLY
         )
         for table in sorted(profile.table_names, key=str.encode):
             msg.table_ids.append(self.symbols.id(ids.TABLE, table))
@@ -247,7 +216,7 @@ class _Builder:
             msg.max_group_size = int(max_group.body.strip(), 0)
         semantics = profile.annotation("selector_size_semantics")
         if semantics is not None:
-            value = _string_literal(semantics.body).upper()
+            value = string_literal(semantics.body).upper()
             if value == "SUM_OF_WEIGHTS":
                 msg.sum_of_weights.SetInParent()
             elif value == "SUM_OF_MEMBERS":
@@ -286,6 +255,9 @@ class _Builder:
         msg = self.p4info.registers.add()
         self.preamble(msg, ids.REGISTER, register.name, register)
         msg.size = register.size
+        if register.type_name is not None:
+            msg.type_spec.serializable_enum.name = register.type_name
+            return
         bits = msg.type_spec.bitstring
         (bits.int if register.signed else bits.bit).bitwidth = register.bitwidth
 
@@ -301,6 +273,17 @@ class _Builder:
             member.name = field.name
             member.type_spec.bitstring.bit.bitwidth = field.bitwidth
 
+    def serializable_enum(self, enum: cpmodel.SerializableEnum) -> None:
+        spec = self.p4info.type_info.serializable_enums[enum.name]
+        if spec.members:
+            return
+        spec.underlying_type.bitwidth = enum.bitwidth
+        nbytes = (enum.bitwidth + 7) // 8
+        for name, value in enum.members:
+            member = spec.members.add()
+            member.name = name
+            member.value = (value & ((1 << enum.bitwidth) - 1)).to_bytes(nbytes, "big")
+
     def controller_header(self, header: cpmodel.ControllerHeader) -> None:
         msg = self.p4info.controller_packet_metadata.add()
         type_name = header.type_name or header.name
@@ -308,40 +291,12 @@ class _Builder:
         preamble.id = self.symbols.id(ids.CONTROLLER_HEADER, type_name)
         preamble.name = header.name
         preamble.alias = header.name
-        _add_annotations(preamble, header.annotations)
+        add_annotations(preamble, header.annotations)
         for field_id, field in enumerate(header.fields, start=1):
             out = msg.metadata.add()
             out.id = field_id
             out.name = field.name
             out.bitwidth = field.bitwidth
-
-
-_PKGINFO_KEYS = ("name", "version", "organization", "contact", "url", "arch")
-_PLATFORM_KEYS = (
-    "multicast_group_table_size",
-    "multicast_group_table_total_replicas",
-    "multicast_group_table_max_replicas_per_entry",
-)
-_KV = re.compile(r'\s*([A-Za-z_]\w*)\s*=\s*("(?:[^"\\]|\\.)*"|[^,]+?)\s*(?:,|$)')
-
-
-def _key_values(body: str) -> dict[str, str]:
-    return {m.group(1): m.group(2) for m in _KV.finditer(body)}
-
-
-def _package_info(pkg: p4info_pb2.PkgInfo, annotations: list[cpmodel.Annotation]) -> None:
-    """`pkg_info` as p4c fills it from the annotations of `main`."""
-    info = next((a for a in annotations if a.name == "pkginfo"), None)
-    fields = _key_values(info.body) if info else {}
-    for key in _PKGINFO_KEYS:
-        if key in fields and key != "arch":
-            setattr(pkg, key, _string_literal(fields[key]))
-    pkg.arch = _string_literal(fields["arch"]) if "arch" in fields else "v1model"
-    platform = next((a for a in annotations if a.name == "platform_property"), None)
-    for key, value in (_key_values(platform.body) if platform else {}).items():
-        if key in _PLATFORM_KEYS:
-            setattr(pkg.platform_properties, key, int(value, 0))
-    _add_annotations(pkg, annotations, lambda n: n in ("pkginfo", "platform_property"))
 
 
 def _unique(items: list) -> list:

@@ -20,6 +20,7 @@ from p4switch.cpmodel import (
     Meter,
     Param,
     Register,
+    SerializableEnum,
     StructField,
     Table,
 )
@@ -201,7 +202,18 @@ def pkginfo_annotation() -> ControlPlaneModel:
     return ControlPlaneModel("pkginfo_annotation", package_annotations=[pkginfo, platform])
 
 
+def register_serenum_bmv2() -> ControlPlaneModel:
+    eth_types = SerializableEnum("EthTypes", 16, [
+        ("IPv4", 0x0800), ("ARP", 0x0806), ("RARP", 0x8035), ("EtherTalk", 0x809B),
+        ("VLAN", 0x8100), ("IPX", 0x8137), ("IPv6", 0x86DD),
+    ])
+    register = Register("ingress.reg", bitwidth=16, size=1, type_name="EthTypes")
+    return ControlPlaneModel("register-serenum-bmv2", registers=[register],
+                             serializable_enums=[eth_types])
+
+
 MODELS = {
+    "register-serenum-bmv2": register_serenum_bmv2,
     "pkginfo_annotation": pkginfo_annotation,
     "action_selector_shared-bmv2": action_selector_shared_bmv2,
     "action_profile-bmv2": action_profile_bmv2,

@@ -14,9 +14,7 @@ from p4switch.p4info_compare import diff_p4info, same_order
 
 HERE = Path(__file__).parent
 # Front-end gaps that make the model differ from p4c's (a fix shows up as XPASS).
-KNOWN_GAPS = {
-    "issue1352-bmv2": "actions called only from an apply block are missing from the model",
-}
+KNOWN_GAPS: dict[str, str] = {}
 PROGRAMS = [
     pytest.param(name, marks=pytest.mark.xfail(reason=KNOWN_GAPS[name], strict=False))
     if name in KNOWN_GAPS else name
