@@ -300,6 +300,7 @@ class StructLikeDecl(Decl):
 class EnumDecl(Decl):
     width: int | None = None
     members: list[tuple[str, Expr | None, Pos]] = field(default_factory=list)
+    signed: bool = False  # enum int<W>
 
 
 @dataclass(eq=False)

@@ -136,10 +136,14 @@ class Builder(CodeBuilder):
     def enum_decl(self, meta, ch):
         annos, _, w, name, *members = ch
         members = [m for m in members if m is not None]
-        return A.EnumDecl(self._pos(meta), str(name), annos or [], w, members)
+        width, signed = w if w is not None else (None, False)
+        return A.EnumDecl(self._pos(meta), str(name), annos or [], width, members, signed)
 
     def enum_width(self, meta, ch):
-        return parse_int(ch[-1])[0]
+        return parse_int(ch[-1])[0], False
+
+    def enum_width_signed(self, meta, ch):
+        return parse_int(ch[-1])[0], True
 
     def enum_member(self, meta, ch):
         _annos, name, value = ch

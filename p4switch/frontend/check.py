@@ -194,9 +194,9 @@ class Checker(ExprChecker, CallChecker, StmtChecker):
         self.info.structs.append(t)
 
     def _d_EnumDecl(self, d: A.EnumDecl) -> None:
-        t = EnumType(d.name, [m[0] for m in d.members], d.width)
+        t = EnumType(d.name, [m[0] for m in d.members], d.width, signed=d.signed)
         if d.width is not None:
-            bt = Bits(d.width)
+            bt = Bits(d.width, d.signed)
             nxt = 0
             for name, value, pos in d.members:
                 if value is None:

@@ -63,7 +63,7 @@ class TypeNames:
                 self._type_params(toks, i + 2, decl_end[i])
             elif t == "enum" and i + 1 < n:
                 j = i + 1
-                if toks[j][0] == "bit":
+                if toks[j][0] in ("bit", "int"):
                     j += 4
                 if j < n and _is_ident(toks[j][0]):
                     self.global_types.add(toks[j][0])
