@@ -2,16 +2,19 @@
 
 Writes OUTDIR/<name>.p4info.txtpb (as p4c's `--p4runtime-files`) and OUTDIR/<name>.p4switch.json
 (the device config that SetForwardingPipelineConfig carries). Exit status: 0 compiled, 1 the
-program has errors (listed on stderr as `file:line:col: message`), 2 bad usage or I/O error.
+program has errors (listed on stderr as `file:line:col: message`), 2 bad usage or I/O error,
+3 an internal error of the compiler (a defect: the traceback on stderr).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from pathlib import Path
 
 from p4switch.p4info import build_p4info, p4info_text
+from p4switch.p4info_ids import P4InfoIdError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,14 +57,17 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         program = compile_program(args.program, args.include_dirs, defines)
+        text = p4info_text(build_p4info(program.model))
     except P4CompileError as exc:
         print(str(exc), file=sys.stderr)
         return 1
-    try:
-        text = p4info_text(build_p4info(program.model))
-    except (ValueError, KeyError) as exc:
-        print(f"{args.program}: cannot generate P4Info: {exc}", file=sys.stderr)
+    except P4InfoIdError as exc:  # a bad @id
+        print(f"{args.program}: {exc}", file=sys.stderr)
         return 1
+    except Exception:
+        traceback.print_exc()
+        print("p4switch-compile: internal error (a defect in p4switch)", file=sys.stderr)
+        return 3
     try:
         args.outdir.mkdir(parents=True, exist_ok=True)
         (args.outdir / f"{program.name}.p4info.txtpb").write_text(text)

@@ -1,13 +1,15 @@
 """`p4switch-stf PROGRAM.p4 TEST.stf [-I DIR] [-D NAME[=VALUE]] [-v]`: run a p4c STF test.
 
 Prints the outcome (PASS, WRONG, UNSUPPORTED, INVALID). Exit status: 0 PASS, 1 WRONG (the
-differences on stderr), 2 UNSUPPORTED or INVALID (the reason on stderr) and bad usage.
+differences on stderr), 2 UNSUPPORTED or INVALID (the reason on stderr) and bad usage, 3 an
+internal error of p4switch (a defect: the traceback on stderr).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from pathlib import Path
 
 from p4switch.cli.compile import parse_defines
@@ -43,7 +45,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"p4switch-stf: {path}: no such file", file=sys.stderr)
             return 2
     log = (lambda line: print(line, file=sys.stderr)) if args.verbose else None
-    result = run_stf_files(args.program, args.test, args.include_dirs, defines, log=log)
+    try:
+        result = run_stf_files(args.program, args.test, args.include_dirs, defines, log=log)
+    except Exception:
+        traceback.print_exc()
+        print("p4switch-stf: internal error (a defect in p4switch)", file=sys.stderr)
+        return 3
     print(result.outcome.value)
     for message in result.warnings + result.messages:
         print(message, file=sys.stderr)

@@ -157,6 +157,12 @@ def test_p4switch_compile_errors(tmp_path: Path) -> None:
     assert not (tmp_path / "o").exists()
     usage = command("p4switch.cli.compile", str(bad))
     assert usage.returncode == 2 and "-o" in usage.stderr
+    dup_id = tmp_path / "dup_id.p4"
+    dup_id.write_text(FWD.read_text().replace("    table l2 {", "    @id(7) table l2 {")
+                      .replace("    table acl {", "    @id(7) table acl {"))
+    done = command("p4switch.cli.compile", str(dup_id), "-o", str(tmp_path / "o"))
+    assert done.returncode == 1
+    assert "@id 7 is assigned to multiple declarations" in done.stderr
     bad_define = command("p4switch.cli.compile", str(bad), "-o", "x", "-D", "1X=2")
     assert bad_define.returncode == 2 and "'1X' is not a macro name" in bad_define.stderr
 
