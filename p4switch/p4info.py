@@ -171,7 +171,7 @@ class _Builder:
                 arg = initial.arguments.add()
                 arg.param_id = param_id
                 arg.value = value.to_bytes((param.bitwidth + 7) // 8, "big")
-        msg.size = table.size
+        msg.size = table.size or 1024  # p4c: size 0 means the default size
         if table.idle_timeout:
             msg.idle_timeout_behavior = p4info_pb2.Table.NOTIFY_CONTROL
         if table.is_const:
