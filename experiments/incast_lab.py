@@ -68,9 +68,11 @@ def prefixed(spec: FabricSpec, prefix: str, grpc_base: int, thrift_base: int) ->
     return validate(spec)
 
 
-def incast_fabric(senders: int = 3, *, prefix: str = "cg", grpc_base: int = 49559,
-                  thrift_base: int = 49090) -> tuple[FabricSpec, IncastRoles]:
-    """Two leaves and one spine without kernel shaping; `senders` + 1 NICs per leaf."""
+def incast_fabric(senders: int = 3, *, prefix: str = "ic", grpc_base: int = 48559,
+                  thrift_base: int = 48090) -> tuple[FabricSpec, IncastRoles]:
+    """Two leaves and one spine without kernel shaping; `senders` + 1 NICs per leaf. Names
+    start with `prefix` and management ports sit at the given bases, apart from `fabric-lab up`
+    fabrics (the tests use another prefix and range)."""
     if senders < 1:
         raise ValueError(f"an incast needs at least one sender, got {senders}")
     per_leaf = senders + 1
