@@ -8,6 +8,8 @@ from another process.
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -31,8 +33,7 @@ def python_argv(module: str, *args: str) -> list[str]:
 
 
 def _env() -> dict[str, str]:
-    import os
-
+    """This environment, with this checkout importable (the project may not be installed)."""
     env = dict(os.environ)
     path = env.get("PYTHONPATH", "")
     env["PYTHONPATH"] = f"{PROJECT_ROOT}{':' + path if path else ''}"
@@ -96,8 +97,6 @@ class HostSpecError(ValueError):
 
 def _first_ipv4(argv_prefix: list[str], iface: str | None) -> tuple[str, str]:
     """(interface, IPv4) inside a namespace: `iface`'s address, or the first non-loopback one."""
-    import json
-
     proc = subprocess.run([*argv_prefix, "ip", "-j", "-4", "addr", "show"],
                           capture_output=True, text=True)
     if proc.returncode:

@@ -7,10 +7,16 @@ A pause frame stops a priority for quanta x 512 bit times at the link rate; quan
 
 from __future__ import annotations
 
+import argparse
+import select
 import struct
+import sys
+import time
 
 from scapy.contrib.mac_control import MACControlClassBasedFlowControl
 from scapy.layers.l2 import Ether
+
+from traffic import bpf, netutil
 
 PFC_DST_MAC = "01:80:c2:00:00:01"
 ETHERTYPE_MAC_CONTROL = 0x8808
@@ -84,21 +90,12 @@ class PauseState:
 
 def send_pause(iface: str, quanta: dict[int, int], src_mac: str | None = None) -> None:
     """Transmit one PFC frame on `iface` (as a switch port or a host agent would)."""
-    from traffic import netutil
-
     with netutil.packet_socket(iface) as s:
         s.send(build_pause(src_mac or netutil.interface_mac(iface), quanta))
 
 
 def main(argv: list[str] | None = None) -> int:
     """python -m traffic.pfc --iface IF --pause 3:65535 [--wait-for-data] [--xon-after S]"""
-    import argparse
-    import select
-    import sys
-    import time
-
-    from traffic import bpf, netutil
-
     p = argparse.ArgumentParser(prog="python -m traffic.pfc",
                                 description="Send PFC pause frames on an interface.")
     p.add_argument("--iface", required=True)
@@ -130,6 +127,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    import sys
-
     sys.exit(main())
