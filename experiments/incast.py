@@ -13,6 +13,12 @@ shows as its slowdown. Output:
   time, spine paused time, victim throughput before/during the incast;
 - `timeseries.csv`: the telemetry samples (t from the incast start);
 - `queues.png`, `throughput.png`, `summary.png`.
+
+Thresholds in packets (PARAMETERS.md scaling): ECN kmin 5 / kmax 20 / pmax 0.2; PFC XOFF 10,
+XON 4. The dequeue-time XOFF rule (p4src/include/pfc.p4) sees a crossing one queue residence
+late, while packets keep coming at up to the fabric rate: XOFF x fabric_pps / host_pps must stay
+within the queue depth, or the congested port drops before its pause takes effect (exercise:
+raise XOFF to 20 and watch drops_congested).
 """
 
 from __future__ import annotations
@@ -35,6 +41,11 @@ def run(ctx: RunContext) -> None:
     if unknown:
         raise ExperimentError(f"unknown setting(s) {', '.join(unknown)}; "
                               f"choose from {', '.join(SETTINGS)}")
+    headroom = params["xoff"] * params["fabric_pps"] / params["host_pps"]
+    if headroom > params["depth"]:
+        ctx.progress(f"incast: warning: XOFF {params['xoff']} x fabric/host rate "
+                     f"{params['fabric_pps']}/{params['host_pps']} = {headroom:g} packets "
+                     f"exceeds the {params['depth']}-packet queue: PFC may not be lossless")
     spec, roles = incast_fabric(params["senders"])
     summaries, series = [], []
     with CongestionLab(spec, host_pps=params["host_pps"], fabric_pps=params["fabric_pps"],
