@@ -13,6 +13,9 @@ the network stays up), every N and seed:
   NIC's share of the line rate);
 - out-of-order fraction and reorder-buffer peak at the receivers.
 
+Parameters `name_prefix` and `port_base` prefix every node and interface name and move the
+switches' management ports, so a run can share the machine with another fabric.
+
 Files: `runs.csv` (one row per mode, N, seed), `flows.csv` (one row per flow), `links.csv`
 (bytes per directed switch link per run); plots `imbalance.png` (imbalance vs N per mode, the
 balls-into-bins line for ECMP) and `completion_cdf.png` (CDF of the job slowdown per mode).

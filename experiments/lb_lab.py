@@ -224,7 +224,10 @@ class LbLab:
                for dst in by_dst}
         out = []
         for f in flows:
-            tx = next(q for q in sent[f.src]["qps"] if q["qpn"] == f.qpn and q["dst_ip"] == ip[f.dst])
+            tx = next((q for q in sent[f.src]["qps"]
+                       if q["qpn"] == f.qpn and q["dst_ip"] == ip[f.dst]), None)
+            if tx is None:
+                raise RuntimeError(f"{f.name}: the sender in {f.src} reported no such queue pair")
             rx = next((q for q in got[f.dst]["qps"]
                        if q["qpn"] == f.qpn and q["src_ip"] == ip[f.src]), None)
             rx = rx or {"last_t": tx["start"], "bytes": 0, "lost": 0, "out_of_order": 0,

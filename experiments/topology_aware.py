@@ -12,6 +12,8 @@ Two parts, each on its own fabric in Mininet (ECMP program), collectives run by
   (links every shortest path of a flow uses) and from the measured per-link packet counters;
   a link conflict is a link carrying more than one flow. And completion time.
 
+`name_prefix` / `port_base` isolate the fabrics as in `lb-compare`.
+
 Files: `collectives.csv` (one row per part and order), `steps.csv` (one row per step), plots
 `aipod_ring.png` and `bigraph_hd.png`.
 """
