@@ -1,7 +1,7 @@
 """Experiment `incast`: N-to-1 RoCEv2 incast under {no ECN/no PFC, ECN only, PFC only, ECN+PFC}.
 
     fabric-lab run incast --quick          # about a minute: 3 senders, 100 KB each
-    fabric-lab run incast settings=pfc,ecn+pfc xoff=8
+    fabric-lab run incast -p settings=pfc,ecn+pfc -p xoff=8
 
 A two-leaf, one-spine fabric on Mininet + p4switch (`incast_lab`): the senders share the first
 leaf, the receiver sits on the second, and the switch queue towards the receiver (host_pps) is
@@ -18,7 +18,7 @@ Thresholds in packets (PARAMETERS.md scaling): ECN kmin 5 / kmax 20 / pmax 0.2; 
 XON 4. The dequeue-time XOFF rule (p4src/include/pfc.p4) sees a crossing one queue residence
 late, while packets keep coming at up to the fabric rate: XOFF x fabric_pps / host_pps must stay
 within the queue depth, or the congested port drops before its pause takes effect (exercise:
-raise XOFF to 20 and watch drops_congested).
+`-p xoff=24 -p xon=10` and watch drops_congested).
 """
 
 from __future__ import annotations
