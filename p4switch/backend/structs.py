@@ -56,19 +56,32 @@ def _gen_class(em: Emitter, t: StructType) -> None:
         em.line(f"_p4name = {t.name!r}")
         em.line(f"_fields = {tuple(n for n, _ in t.fields)!r}")
         if header:
+            # struct-typed fields (bit-vector structs) are per-instance objects
+            nested = [(n, ft) for n, (_, ft) in zip(names, t.fields, strict=True)
+                      if isinstance(ft, StructType)]
             em.line("_valid = False")
-            for n, (_, ft) in zip(names, t.fields, strict=False):
-                em.line(f"{n} = {zero_value(ft)}")
+            for n, (_, ft) in zip(names, t.fields, strict=True):
+                if not isinstance(ft, StructType):
+                    em.line(f"{n} = {zero_value(ft)}")
+            if nested:
+                em.line("def __init__(self):")
+                with em.indent():
+                    for n, ft in nested:
+                        em.line(f"self.{n} = {zero_value(ft)}")
             em.line("def _copy(self):")
             with em.indent():
                 em.line(f"c = {cls}.__new__({cls})")
                 em.line("c.__dict__.update(self.__dict__)")
+                for n, _ in nested:
+                    em.line(f"c.{n} = self.{n}._copy()")
                 em.line("return c")
             em.line("def _assign(self, o):")
             with em.indent():
                 em.line("d = self.__dict__")
                 em.line("d.clear()")
                 em.line("d.update(o.__dict__)")
+                for n, _ in nested:
+                    em.line(f"self.{n} = o.{n}._copy()")
         else:
             em.line(f"__slots__ = {tuple(names)!r}")
             em.line("def __init__(self):")
@@ -219,36 +232,49 @@ def _gen_varbit_header_io(em: Emitter, t: StructType, names: list[str]) -> None:
         em.line("self.__dict__.clear()")
 
 
+def _leaves(path: str, t: StructType) -> list:
+    """(attribute path, type) of every bit field, nested structs flattened in order."""
+    out = []
+    for n, ft in t.fields:
+        p = f"{path}.{py_ident(n)}"
+        if isinstance(ft, StructType):
+            out.extend(_leaves(p, ft))
+        else:
+            out.append((p, ft))
+    return out
+
+
 def _gen_header_io(em: Emitter, t: StructType, names: list[str]) -> None:
     total = t.width
     nbytes = total // 8
+    leaves = _leaves("self", t)
     em.line(f"_nbytes = {nbytes}")
     em.line("def _extract(self, data, off):")
     with em.indent():
         em.line(f"v = int.from_bytes(data[off:off + {nbytes}], 'big')")
         shift = total
-        for n, (_, ft) in zip(names, t.fields, strict=False):
+        for n, ft in leaves:
             w = bit_width(ft)
             shift -= w
             raw = f"(v >> {shift})" if shift else "v"
             if shift + w < total:
                 raw = f"({raw} & {hex((1 << w) - 1)})"
             if isinstance(ft, BoolType):
-                em.line(f"self.{n} = bool({raw})")
+                em.line(f"{n} = bool({raw})")
             elif isinstance(ft, Bits) and ft.signed:
                 em.line(f"x = {raw}")
-                em.line(f"self.{n} = x - {1 << w} if x >> {w - 1} else x")
+                em.line(f"{n} = x - {1 << w} if x >> {w - 1} else x")
             else:
-                em.line(f"self.{n} = {raw}")
+                em.line(f"{n} = {raw}")
         em.line("self._valid = True")
     em.line("def _bits(self):")
     with em.indent():
         parts = []
         shift = total
-        for n, (_, ft) in zip(names, t.fields, strict=False):
+        for n, ft in leaves:
             w = bit_width(ft)
             shift -= w
-            val = f"self.{n}"
+            val = n
             if isinstance(ft, Bits) and ft.signed:
                 val = f"({val} & {hex((1 << w) - 1)})"
             elif isinstance(ft, BoolType):
@@ -262,8 +288,10 @@ def _gen_header_io(em: Emitter, t: StructType, names: list[str]) -> None:
             em.line(f"out += self._bits().to_bytes({nbytes}, 'big')")
     em.line("def _zero(self):")
     with em.indent():
-        for n, (_, ft) in zip(names, t.fields, strict=False):
-            em.line(f"self.{n} = {zero_value(ft)}")
+        em.line("self.__dict__.clear()")
+        for n, (_, ft) in zip(names, t.fields, strict=True):
+            if isinstance(ft, StructType):
+                em.line(f"self.{n} = {zero_value(ft)}")
 
 
 __all__ = ["EnumType", "ErrorType", "class_name", "gen_struct_classes", "is_aggregate",

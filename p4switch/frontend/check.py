@@ -52,6 +52,14 @@ class ProgramInfo:
     meta_type: StructType | None = None
 
 
+def _bit_struct(t: P4Type) -> bool:
+    """A struct of bit-typed fields only (allowed inside a header)."""
+    if not isinstance(t, StructType) or t.kind != "struct":
+        return False
+    return all(isinstance(ft, (Bits, BoolType)) or (isinstance(ft, EnumType) and ft.width)
+               or _bit_struct(ft) for _, ft in t.fields)
+
+
 class Checker(ExprChecker, CallChecker, StmtChecker):
     def __init__(self, reporter: Reporter):
         self.reporter = reporter
@@ -175,7 +183,8 @@ class Checker(ExprChecker, CallChecker, StmtChecker):
             if d.kind == "header_union" and not (isinstance(ft, StructType) and ft.is_header):
                 self.err(f.pos, f"header_union member {f.name} must be a header")
             if d.kind == "header" and not isinstance(ft, (Bits, BoolType, Varbit, Unknown)) \
-                    and not (isinstance(ft, EnumType) and ft.width is not None):
+                    and not (isinstance(ft, EnumType) and ft.width is not None) \
+                    and not _bit_struct(ft):
                 self.err(f.pos, f"header field {f.name}: unsupported type {ft}")
             if isinstance(ft, Bits) and ft.width == 0:
                 self.err(f.pos, "unsupported: zero-width fields")
