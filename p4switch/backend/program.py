@@ -247,8 +247,19 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
             if ch is not None:
                 m.controller_headers.append(cp.ControllerHeader(
                     ch, [a for a in t.annotations if a.name != "controller_header"], None,
-                    [cp.StructField(n, bit_width(ft)) for n, ft in t.fields], t.name))
+                    [cp.StructField(n, w) for n, w in _flat_fields("", t)], t.name))
         return m
+
+
+def _flat_fields(prefix: str, t: StructType) -> list[tuple[str, int]]:
+    """Bit fields with dotted names for nested structs (`b.b`), as p4c lists them."""
+    out: list[tuple[str, int]] = []
+    for n, ft in t.fields:
+        if isinstance(ft, StructType):
+            out.extend(_flat_fields(f"{prefix}{n}.", ft))
+        else:
+            out.append((prefix + n, bit_width(ft)))
+    return out
 
 
 def generate(info: ProgramInfo, program: str, reporter: Reporter):
