@@ -87,11 +87,14 @@ class ReceiverConfig:
 
 
 class _Flow:
-    __slots__ = ("buffer", "delivered_bytes", "delivered_seqs", "highest", "last_cnp",
+    __slots__ = ("buffer", "delivered_bytes", "delivered_seqs", "highest", "key", "last_cnp",
                  "last_released_psn", "missing", "msg", "msg_stamp", "replies", "res",
-                 "untracked")
+                 "untracked", "want")
 
-    def __init__(self, res: QPRecvResult, cfg: ReceiverConfig) -> None:
+    def __init__(self, key: tuple[bytes, int], res: QPRecvResult, cfg: ReceiverConfig,
+                 want: int | None) -> None:
+        self.key = key  # (source IPv4 as bytes, QPN)
+        self.want = want  # payload bytes expected, if any
         self.res = res
         self.highest = -1  # highest PSN seen (unwrapped); senders start at PSN 0
         self.missing: set[int] = set()
@@ -303,7 +306,7 @@ class Receiver:
 
     def _new_flow(self, key: tuple[bytes, int]) -> _Flow:
         res = QPRecvResult(src_ip=socket.inet_ntoa(key[0]), qpn=key[1])
-        flow = self.flows[key] = _Flow(res, self.cfg)
+        flow = self.flows[key] = _Flow(key, res, self.cfg, self._expect.get(key))
         return flow
 
     def _reply(self, flow: _Flow, frame: memoryview, l4: int, opcode: int, psn: int) -> None:
@@ -346,13 +349,8 @@ class Receiver:
                     msg.fct_s = round(now - flow.msg_stamp / 1e9, 9)
                 res.messages.append(msg)
                 flow.msg = None
-        res.reorder_skipped = flow.buffer.skipped
-        res.reorder_occupancy_max = flow.buffer.max_occupancy
-        res.lost = len(flow.missing) + flow.untracked
-        key = (socket.inet_aton(res.src_ip), res.qpn)
-        want = self._expect.get(key)
-        if want is not None and flow.delivered_bytes >= want:
-            self._pending.discard(key)
+        if flow.want is not None and flow.delivered_bytes >= flow.want:
+            self._pending.discard(flow.key)
 
     def _result(self, elapsed: float, partial: bool) -> RecvResult:
         for flow in self.flows.values():
