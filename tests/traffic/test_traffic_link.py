@@ -128,6 +128,10 @@ def test_ce_mark_produces_cnp_and_the_sender_slows_down(relayed_net, run_flow):
     assert rate == pytest.approx(10e6 * (1 - alpha / 2), rel=1e-9)
     assert q["min_rate_bps"] == rate < 5.1e6
     assert q["rate_samples"][0] == [0.0, 10e6]
+    # Fast recovery one rate-increase period later: halfway back to the 10 Mb/s target.
+    t_up, rate_up = q["rate_samples"][2]
+    assert rate_up == pytest.approx((10e6 + rate) / 2)
+    assert t_up == pytest.approx(t_cut + p.rate_increase_s, abs=0.05)
 
 
 def test_cnps_are_rate_limited_per_qp(relayed_net, run_flow):
