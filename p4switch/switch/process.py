@@ -75,6 +75,7 @@ class Switch:
                         priority_queues=opts.priority_queues, port_up=self.port_up, log=trace)
         program = None
         if opts.program:
+            log.info("loading %s", opts.program)
             try:
                 program = load_program(opts.program)
             except ProgramLoadError as exc:
@@ -164,16 +165,29 @@ def run_switch(opts: SwitchOptions) -> int:
     setup_logging(opts)
     switch = Switch(opts)
 
+    started = False
+
     def on_signal(signum: int, frame: FrameType | None) -> None:
         log.info("signal %d: stopping", signum)
+        if not started:
+            raise _Interrupted  # abandon a start-up that may take a while (compiling)
         switch.stop()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
         switch.start()
+        started = True
     except StartupError as exc:
         print(f"p4switch: {exc}", file=sys.stderr)
         return 1
+    except _Interrupted:
+        started = True  # a second signal now only asks to stop
+        switch.close()
+        return 0
     switch.run()
     return 0
+
+
+class _Interrupted(BaseException):  # not swallowed by `except Exception` on the way
+    """SIGTERM/SIGINT during start-up."""

@@ -66,6 +66,27 @@ def test_sigterm_with_controllers_connected_stops_within_a_second():
         c.close()
 
 
+def test_sigterm_while_loading_a_program_stops_within_a_second(tmp_path):
+    log = tmp_path / "switch.log"
+    argv = [sys.executable, "-m", "p4switch.cli.switch", "--log-file", str(log), "--thrift-port",
+            str(free_port()), str(REPO / "p4src" / "ecmp.p4"), "--", "--grpc-server-addr",
+            f"127.0.0.1:{free_port()}"]
+    proc = subprocess.Popen(argv, cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    try:
+        deadline = time.monotonic() + 30
+        while not (log.exists() and "loading" in log.read_text()):  # compiling from now on
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.005)
+        start = time.monotonic()
+        proc.send_signal(15)
+        assert proc.wait(5) == 0
+        assert time.monotonic() - start < 1.0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_sigint_also_stops_within_a_second():
     sw = SwitchProcess(["--no-p4"])
     start = time.monotonic()
