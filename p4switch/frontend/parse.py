@@ -23,7 +23,7 @@ _LOCK = threading.Lock()  # the lexer callbacks are per parse; one parse at a ti
 @functools.lru_cache(maxsize=1)
 def _parser() -> Lark:
     return Lark(GRAMMAR.read_text(), parser="lalr", lexer="basic", propagate_positions=True,
-                maybe_placeholders=True, postlex=AngleSplitter())
+                maybe_placeholders=True, postlex=AngleSplitter(), cache=True)
 
 
 def parse(pre: Preprocessed, reporter: Reporter) -> A.Program | None:
