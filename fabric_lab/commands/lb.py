@@ -3,8 +3,8 @@
 Runs the mode's program (p4src/ecmp.p4, flowlet.p4 or dlb.p4) on every switch, pushed only
 where it does not run yet (a push resets the switch: routes are rewritten at once), then sets the
 mode's knobs: the flowlet gap, or the host-facing ports where DLB adds reorder tags. Prints what
-every switch holds afterwards. The fabric comes from --fabric, or from FABRIC_LAB_FABRIC (the
-model as JSON) under `fabric-lab up FABRIC --run CMD`.
+every switch holds afterwards. The fabric comes from --fabric, or from FABRIC_LAB_FABRIC (a JSON
+file of the model, or the model itself) under `fabric-lab up FABRIC --run CMD`.
 
     fabric-lab up leafspine --run "fabric-lab lb --mode flowlet --flowlet-gap-us 20000"
 """
@@ -44,10 +44,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _fabric(args: argparse.Namespace) -> FabricSpec:
     if args.fabric:
         return load_fabric(args.fabric, args.scale)
-    text = os.environ.get("FABRIC_LAB_FABRIC")
-    if not text:
+    where = os.environ.get("FABRIC_LAB_FABRIC")
+    if not where:
         raise ValueError("no fabric: give --fabric, or run under `fabric-lab up --run`")
-    return validate(FabricSpec.from_json(text))
+    if where.lstrip().startswith("{"):  # the model itself rather than a file holding it
+        return validate(FabricSpec.from_json(where))
+    return load_fabric(where, [])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -68,3 +68,21 @@ def test_bad_modes_and_gaps_are_refused():
         with pytest.raises(LbError, match="flowlet gap must be"):
             check_gap(bad)
     assert check_gap(20_000) == 20_000
+
+
+def test_lb_command_finds_the_fabric_that_fabric_lab_up_hands_over(tmp_path, monkeypatch):
+    import argparse
+
+    from fabric_lab.commands.lb import _fabric
+
+    spec = build_fabric("leafspine", leaves=2, spines=2, hosts_per_leaf=1)
+    args = argparse.Namespace(fabric=None, scale=[])
+    model = tmp_path / "fabric.json"
+    model.write_text(spec.to_json())
+    monkeypatch.setenv("FABRIC_LAB_FABRIC", str(model))  # what `fabric-lab up --run` sets
+    assert _fabric(args) == spec
+    monkeypatch.setenv("FABRIC_LAB_FABRIC", spec.to_json())
+    assert _fabric(args) == spec
+    monkeypatch.delenv("FABRIC_LAB_FABRIC")
+    with pytest.raises(ValueError, match="no fabric: give --fabric"):
+        _fabric(args)
