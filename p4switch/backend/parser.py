@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from ..frontend import ast as A
 from ..frontend.types import Bits, BoolType, StackType, StructType, bit_width
+from .emitter import py_ident
 from .env import Env
 from .expr import Unsupported
-from .structs import class_name
+from .structs import zero_value
 
 
 class ParserGen:
@@ -151,11 +152,12 @@ class ParserGen:
 
     def parser_lookahead(self, c: A.Call, env: Env) -> str:
         t = c.type
-        if isinstance(t, StructType) and t.kind == "header":
-            width = t.width
-        elif isinstance(t, (Bits, BoolType)):
+        try:
             width = bit_width(t)
-        else:
+        except TypeError:
+            raise Unsupported(c.pos, f"lookahead of {t}") from None
+        if not isinstance(t, (StructType, StackType, Bits, BoolType)) or (
+                isinstance(t, StructType) and t.kind == "header_union"):
             raise Unsupported(c.pos, f"lookahead of {t}")
         nbytes = (width + 7) // 8
         pad = nbytes * 8 - width
@@ -166,16 +168,42 @@ class ParserGen:
         raw = f"int.from_bytes(_data[_off:_off + {nbytes}], 'big')"
         if pad:
             raw = f"({raw} >> {pad})"
-        if isinstance(t, StructType):
-            v = em.fresh("la")
-            em.line(f"{v} = {class_name(t)}()")
-            em.line(f"{v}._extract((({raw}) << {pad}).to_bytes({nbytes}, 'big'), 0)")
+        if isinstance(t, (StructType, StackType)):
+            v, bits = em.fresh("la"), em.fresh("bits")
+            em.line(f"{bits} = {raw}")
+            em.line(f"{v} = {zero_value(t)}")
+            self._fill_from_bits(v, t, bits, width)
             return v
         if isinstance(t, BoolType):
             return f"bool({raw})"
         if t.signed:
             return f"_signed({raw}, {width})"
         return raw
+
+    def _fill_from_bits(self, target: str, t, bits: str, end: int) -> int:
+        """Assign the fields of target (a header, struct or stack value) from the bits of
+        `bits` ending at bit `end` (exclusive, counted from the LSB); returns the new end.
+        Headers come out valid, as a lookahead makes them."""
+        em = self.em
+        if isinstance(t, StackType):
+            for i in range(t.size):
+                end = self._fill_from_bits(f"{target}.items[{i}]", t.elem, bits, end)
+            return end
+        if isinstance(t, StructType):
+            for name, ft in t.fields:
+                end = self._fill_from_bits(f"{target}.{py_ident(name)}", ft, bits, end)
+            if t.kind == "header":
+                em.line(f"{target}._valid = True")
+            return end
+        w = bit_width(t)
+        end -= w
+        raw = f"(({bits} >> {end}) & {hex((1 << w) - 1)})"
+        if isinstance(t, BoolType):
+            raw = f"bool({raw})"
+        elif isinstance(t, Bits) and t.signed:
+            raw = f"_signed({raw}, {w})"
+        em.line(f"{target} = {raw}")
+        return end
 
     def parser_advance(self, amount: A.Expr, env: Env) -> None:
         em = self.em
