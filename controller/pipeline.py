@@ -2,8 +2,9 @@
 
 - p4switch: the embedded compiler (`p4switch.compiler.compile_program`); the device config is the
   bundle `CompiledProgram.device_config()` returns, the P4Info is built from its control-plane model.
-- bmv2: `p4c-bm2-ss --arch v1model --p4runtime-files X.p4info.txtpb -o X.json X.p4`; the device
-  config is the BMv2 JSON.
+- bmv2: `p4c-bm2-ss --arch v1model --p4runtime-files X.p4info.txt -o X.json X.p4` (`.txt`: the
+  text format every p4c version recognises; `.txtpb` only newer ones); the device config is the
+  BMv2 JSON.
 
 The cookie identifies the artefacts (a hash of both), so a re-run can tell that a switch already
 runs this exact pipeline and leave its state alone.
@@ -72,7 +73,7 @@ def _p4switch(path: Path, include_dirs: list[str | Path]) -> Pipeline:
 def bmv2_compile_argv(path: Path, outdir: Path, include_dirs: list[str | Path]) -> list[str]:
     stem = path.stem
     argv = ["p4c-bm2-ss", "--arch", "v1model", "--std", "p4-16",
-            "--p4runtime-files", str(outdir / f"{stem}.p4info.txtpb"),
+            "--p4runtime-files", str(outdir / f"{stem}.p4info.txt"),
             "-o", str(outdir / f"{stem}.json")]
     for inc in include_dirs:
         argv += ["-I", str(inc)]
@@ -89,7 +90,7 @@ def _bmv2(path: Path, include_dirs: list[str | Path]) -> Pipeline:
         if done.returncode != 0:
             raise PipelineError(f"p4c-bm2-ss failed on {path} (exit {done.returncode}):\n"
                                 f"{done.stderr.strip() or done.stdout.strip()}")
-        p4info = text_format.Parse((outdir / f"{path.stem}.p4info.txtpb").read_text(),
+        p4info = text_format.Parse((outdir / f"{path.stem}.p4info.txt").read_text(),
                                    p4info_pb2.P4Info())
         device_config = (outdir / f"{path.stem}.json").read_bytes()
     return Pipeline(path, "bmv2", p4info, device_config)

@@ -1,0 +1,68 @@
+"""Pipeline artefacts for both targets, and the routing names the controller needs in them."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from controller.intent import Intent
+from controller.pipeline import (
+    PipelineError,
+    bmv2_compile_argv,
+    build_pipeline,
+    resolve_target,
+)
+from controller.schema import Schema
+from tests.controller.fabrics import PROGRAM, ecmp_pipeline
+
+P4SRC = Path(__file__).resolve().parents[2] / "p4src"
+
+
+def test_p4switch_pipeline_has_what_the_controller_programs():
+    pipeline = ecmp_pipeline()
+    intent = Intent(Schema(pipeline.p4info))  # raises, naming what is missing, otherwise
+    assert intent.profile.with_selector
+    assert intent.lpm.implementation_id == intent.profile.preamble.id
+    assert pipeline.device_config
+    assert pipeline.cookie == ecmp_pipeline().cookie  # same program, same cookie
+
+
+def test_another_program_has_another_cookie():
+    other = P4SRC / "flowlet.p4"
+    if not other.exists():
+        pytest.skip("p4src/flowlet.p4 is not in the tree")
+    assert build_pipeline(other, "p4switch").cookie != ecmp_pipeline().cookie
+
+
+def test_bad_input_is_named():
+    with pytest.raises(PipelineError, match="nosuch.p4 does not exist"):
+        build_pipeline("nosuch.p4", "p4switch")
+    with pytest.raises(PipelineError, match="unknown target 'tofino'"):
+        build_pipeline(PROGRAM, "tofino")
+    with pytest.raises(PipelineError, match="unknown target 'tofino'"):
+        resolve_target("tofino")
+
+
+def test_auto_target_follows_what_is_installed():
+    have_bmv2 = shutil.which("simple_switch_grpc") and shutil.which("p4c-bm2-ss")
+    assert resolve_target("auto") == ("bmv2" if have_bmv2 else "p4switch")
+
+
+def test_bmv2_compiler_argv(tmp_path):
+    argv = bmv2_compile_argv(Path("p4src/ecmp.p4"), tmp_path, ["p4src/include"])
+    assert argv[0] == "p4c-bm2-ss" and argv[-1] == "p4src/ecmp.p4"
+    assert argv[argv.index("--arch") + 1] == "v1model"
+    assert argv[argv.index("--p4runtime-files") + 1] == str(tmp_path / "ecmp.p4info.txt")
+    assert argv[argv.index("-o") + 1] == str(tmp_path / "ecmp.json")
+    assert argv[argv.index("-I") + 1] == "p4src/include"
+
+
+@pytest.mark.bmv2
+def test_bmv2_pipeline_matches_the_p4switch_p4info():
+    bmv2 = build_pipeline(PROGRAM, "bmv2")
+    ours = ecmp_pipeline()
+    Intent(Schema(bmv2.p4info))
+    assert {t.preamble.name: t.preamble.id for t in bmv2.p4info.tables} == {
+        t.preamble.name: t.preamble.id for t in ours.p4info.tables}
