@@ -189,7 +189,9 @@ class CallGen:
         return f"{res}[0]"
 
     def inline_control(self, c: A.Call, env: Env) -> None:
-        isym: InstanceSym = c.func.expr.ref
+        isym = c.func.expr.ref
+        if not isinstance(isym, InstanceSym) or not isinstance(isym.type.decl, A.ControlDecl):
+            raise Unsupported(c.pos, "applying a control passed as a constructor argument")
         decl = isym.type.decl
         inst = self.sub_instance(isym, env)
         frame = Frame(ret="break")

@@ -8,6 +8,7 @@ sends the packet on to ingress with the headers extracted so far.
 from __future__ import annotations
 
 from ..frontend import ast as A
+from ..frontend.symbols import InstanceSym
 from ..frontend.types import Bits, BoolType, StackType, StructType, bit_width
 from .emitter import py_ident
 from .env import Env
@@ -220,6 +221,8 @@ class ParserGen:
 
     def inline_subparser(self, c: A.Call, env: Env) -> None:
         isym = c.func.expr.ref
+        if not isinstance(isym, InstanceSym) or not isinstance(isym.type.decl, A.ParserDecl):
+            raise Unsupported(c.pos, "applying a parser passed as a constructor argument")
         decl = isym.type.decl
         inst = self.sub_instance(isym, env)
         inner = Env(env, None, inst)
