@@ -21,6 +21,7 @@ from controller.linkwatch import LinkWatcher
 from controller.p4rt import P4RuntimeError
 from controller.pipeline import PipelineError, build_pipeline, resolve_target
 from controller.probes import LinkProber
+from controller.queues import RuntimeCliError, configure_queues
 from controller.reconverge import Reconverger
 from topos import FABRICS, FabricSpec, build_fabric, validate
 from topos.builders import parse_scale
@@ -36,6 +37,16 @@ def add_program_args(parser: argparse.ArgumentParser) -> None:
                         help="the same ECMP hash seed on every switch (default: one per switch)")
     parser.add_argument("--election-id", type=int, default=1, metavar="N",
                         help="P4Runtime election id (low 64 bits; default 1)")
+    parser.add_argument("--queue-depth", type=int, metavar="PKTS",
+                        help="egress queue depth of every port, via the runtime CLI")
+    parser.add_argument("--queue-rate", type=int, metavar="PPS",
+                        help="egress queue rate limit of every port in packets/s (0 = none)")
+
+
+def apply_queue_args(args: argparse.Namespace, spec: FabricSpec, target: str) -> None:
+    """--queue-depth / --queue-rate on every switch (raises RuntimeCliError)."""
+    if args.queue_depth is not None or args.queue_rate is not None:
+        configure_queues(spec, target, depth=args.queue_depth, rate_pps=args.queue_rate)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -76,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     try:
         spec = load_fabric(args.fabric, args.scale)
-        pipeline = build_pipeline(args.program, resolve_target(args.target))
+        target = resolve_target(args.target)
+        pipeline = build_pipeline(args.program, target)
     except (ValueError, PipelineError) as err:
         print(f"fabric-lab controller: {err}", file=sys.stderr)
         return 2
@@ -93,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
                 ctl.mark_link(switch, port, up=False)
         for report in ctl.program():
             print(report, flush=True)
+        apply_queue_args(args, spec, target)
         if args.once:
             return 0
         if args.watch_links:  # reroute on port changes and on links the probes find dropping
@@ -102,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
               f"interrupted", flush=True)
         stop.wait()
         return 0
-    except (ProgrammingError, P4RuntimeError) as err:
+    except (ProgrammingError, P4RuntimeError, RuntimeCliError) as err:
         print(f"fabric-lab controller: {err}", file=sys.stderr)
         return 1
     finally:

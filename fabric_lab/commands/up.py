@@ -32,7 +32,8 @@ from controller.checks import pingall
 from controller.fabric import FabricController, ProgrammingError
 from controller.p4rt import P4RuntimeError
 from controller.pipeline import PipelineError, build_pipeline
-from fabric_lab.commands.controller import add_program_args, load_fabric
+from controller.queues import RuntimeCliError
+from fabric_lab.commands.controller import add_program_args, apply_queue_args, load_fabric
 
 
 @contextlib.contextmanager
@@ -125,6 +126,9 @@ def run(args: argparse.Namespace) -> int:
             ctl.connect()
         with timer.stage("pipeline + routes"):
             reports = ctl.program()
+        if args.queue_depth is not None or args.queue_rate is not None:
+            with timer.stage("queues"):
+                apply_queue_args(args, spec, target.name)
         writes = sum(r.writes for r in reports)
         print(f"  {'total':<32}{timer.total:7.2f} s  ({len(spec.switches)} switches, "
               f"{len(spec.host_nics())} NICs, {writes} entities written)", flush=True)
@@ -132,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     except PipelineError as err:
         print(f"fabric-lab up: {err}", file=sys.stderr)
         return 2
-    except (SwitchStartError, ProgrammingError, P4RuntimeError) as err:
+    except (SwitchStartError, ProgrammingError, P4RuntimeError, RuntimeCliError) as err:
         print(f"fabric-lab up: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

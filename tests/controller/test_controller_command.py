@@ -94,11 +94,11 @@ def test_programs_stays_on_reroutes_and_stops_on_sigterm(fabric):
 
         _ip_link(uplink.a.intf, "down")
         # both ends see the carrier go; leaf0 drops spine0, spine0 reaches leaf0 through leaf1
-        lines.wait_for("ctspine0:", timeout=30)
+        assert "rerouted" in lines.wait_for("ctleaf0~ctspine0 down", timeout=30)
         result = pingall(spec, popen)
         assert not result.lost, str(result)
         _ip_link(uplink.a.intf, "up")
-        lines.wait_for("ctspine0:", timeout=30)
+        assert "rerouted" in lines.wait_for("ctleaf0~ctspine0 up", timeout=30)
         result = pingall(spec, popen)
         assert not result.lost, str(result)
 
@@ -112,9 +112,10 @@ def test_programs_stays_on_reroutes_and_stops_on_sigterm(fabric):
 
 
 def test_once_twice_the_second_run_writes_nothing(fabric):
+    """(The second run also sets the queues through every switch's runtime CLI.)"""
     spec, path, _net = fabric
-    for _run in range(2):
-        proc = _controller(path, "--once")
+    for queues in ([], ["--queue-depth", "32", "--queue-rate", "0"]):
+        proc = _controller(path, "--once", *queues)
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 0, out
         reports = [line for line in out.splitlines() if line.startswith("ct")]
