@@ -60,6 +60,16 @@ def _match(entry: p4runtime_pb2.TableEntry) -> Match:
     return tuple(sorted(out))
 
 
+def _watch(member: p4runtime_pb2.ActionProfileGroup.Member) -> bytes:
+    """The watched port as canonical bytes (servers may answer with the deprecated int32)."""
+    kind = member.WhichOneof("watch_kind")
+    if kind == "watch_port":
+        return canonical(member.watch_port)
+    if kind == "watch":
+        return canonical(member.watch.to_bytes(4, "big"))
+    return b""
+
+
 def _table_action(entry: p4runtime_pb2.TableEntry) -> Action:
     kind = entry.action.WhichOneof("type")
     if kind == "action":
@@ -83,8 +93,7 @@ def add_read_entities(state: DeviceState, entities: Iterable[p4runtime_pb2.Entit
             g = entity.action_profile_group
             key = (g.action_profile_id, g.group_id)
             state.groups[key] = tuple(sorted(
-                (m.member_id, m.weight, canonical(m.watch_port) if m.watch_port else b"")
-                for m in g.members))
+                (m.member_id, m.weight, _watch(m)) for m in g.members))
             state.group_sizes[key] = g.max_size
         elif kind == "table_entry":
             e = entity.table_entry

@@ -116,3 +116,13 @@ def test_unknown_names_list_what_exists():
         schema.param("FabricIngress.routing.set_next_hop", "x")
     with pytest.raises(ValueError, match="does not fit in 9 bits"):
         encode(512, 9, "port")
+
+
+def test_a_watch_given_as_the_deprecated_int_reads_back_the_same():
+    entity = p4runtime_pb2.Entity()
+    group = entity.action_profile_group
+    group.action_profile_id, group.group_id = 7, 1
+    group.members.add(member_id=3, weight=1, watch=3)
+    group.members.add(member_id=4, weight=1, watch_port=b"\x00\x04")
+    state = add_read_entities(DeviceState(), [entity])
+    assert state.groups[(7, 1)] == ((3, 1, encode(3, 9)), (4, 1, encode(4, 9)))
