@@ -16,38 +16,62 @@ from .expr import Unsupported
 from .structs import zero_value
 
 
+class _Machine:
+    """A parser's states: ids for the dispatch loop, and the states whose code is inlined
+    at their single incoming transition instead (no trip through the loop)."""
+
+    def __init__(self, decl: A.ParserDecl, var: str, accept: str):
+        self.var = var
+        self.accept = accept
+        self.states = {st.name: st for st in decl.states}
+        self.ids = {st.name: i for i, st in enumerate(decl.states)}
+        preds: dict[str, int] = {}
+        for st in decl.states:
+            targets = [st.next] if isinstance(st.next, str) else [c.state for c in st.next.cases]
+            for t in targets:
+                preds[t] = preds.get(t, 0) + 1
+        self.inlined = {name for name, n in preds.items()
+                        if n == 1 and name in self.states and name != "start"}
+
+
 class ParserGen:
     def gen_parser_states(self, decl: A.ParserDecl, env: Env, accept: str) -> None:
         """Emit the state machine; `accept` is the statement that leaves it on accept."""
         em = self.em
-        ids = {st.name: i for i, st in enumerate(decl.states)}
         for loc in decl.locals:
             if isinstance(loc, A.VarDecl):
                 self.stmt(loc, env)
-        state = em.fresh("state")
-        em.line(f"{state} = {ids['start']}")
+        m = _Machine(decl, em.fresh("state"), accept)
+        em.line(f"{m.var} = {m.ids['start']}")
         em.line("while True:")
         with em.indent():
             for st in decl.states:
-                em.line(f"if {state} == {ids[st.name]}:")
+                if st.name in m.inlined:
+                    continue
+                em.line(f"if {m.var} == {m.ids[st.name]}:")
                 with em.indent():
-                    inner = Env(env)
-                    self.block(st.stmts, inner)
-                    self._transition(st.next, ids, state, inner, accept)
+                    self._state_body(st, m, env)
 
-    def _goto(self, target: str, ids: dict, state: str, accept: str) -> None:
+    def _state_body(self, st: A.ParserState, m: _Machine, env: Env) -> None:
+        inner = Env(env)
+        self.block(st.stmts, inner)
+        self._transition(st.next, m, inner)
+
+    def _goto(self, target: str, m: _Machine, env: Env) -> None:
         if target == "accept":
-            self.em.line(accept)
+            self.em.line(m.accept)
         elif target == "reject":
             self.em.line("raise _ParserError(-1)")
+        elif target in m.inlined:  # the only way into that state: its code goes here
+            self._state_body(m.states[target], m, env)
         else:
-            self.em.line(f"{state} = {ids[target]}")
+            self.em.line(f"{m.var} = {m.ids[target]}")
             self.em.line("continue")
 
-    def _transition(self, nxt, ids: dict, state: str, env: Env, accept: str) -> None:
+    def _transition(self, nxt, m: _Machine, env: Env) -> None:
         em = self.em
         if isinstance(nxt, str):
-            self._goto(nxt, ids, state, accept)
+            self._goto(nxt, m, env)
             return
         keys = []
         for e in nxt.exprs:
@@ -72,7 +96,7 @@ class ParserGen:
                 em.line(f"{'if' if first else 'elif'} {cond}:")
             first = False
             with em.indent():
-                self._goto(case.state, ids, state, accept)
+                self._goto(case.state, m, env)
             if has_default:
                 break
         if not has_default:

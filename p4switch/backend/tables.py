@@ -112,12 +112,16 @@ class TableGen:
         keys = [k for k in decl.keys or [] if k.match_kind != "selector"]
         for k in decl.keys or []:
             self.hoist(k.expr, env)
-        if keys:
-            vals = [self._key_value(k.expr, env) for k in keys]
-            em.line(f"{entry} = {info.var}.lookup(({''.join(v + ', ' for v in vals)}))")
-        else:
-            em.line(f"{entry} = None")
         color = em.fresh("color") if info.meter_decl is not None else None
+        if not keys:  # a keyless table always runs its default action
+            em.line(f"{hit} = False")
+            em.line(f"{act} = {info.var}.default_entry.action")
+            if color:
+                em.line(f"{color} = None")
+            self._dispatch(decl, info, env, hit, act, name, color)
+            return hit, name
+        vals = [self._key_value(k.expr, env) for k in keys]
+        em.line(f"{entry} = {info.var}.lookup(({''.join(v + ', ' for v in vals)}))")
         em.line(f"if {entry} is None:")
         with em.indent():
             em.line(f"{hit} = False")
@@ -136,6 +140,13 @@ class TableGen:
             if color:
                 em.line(f"{color} = {entry}.meter.execute(ctx.length, _now()) "
                         f"if {entry}.meter is not None else 0")
+        self._dispatch(decl, info, env, hit, act, name, color)
+        return hit, name
+
+    def _dispatch(self, decl: A.TableDecl, info: TableInfo, env: Env, hit: str, act: str,
+                  name: str, color: str | None) -> None:
+        """Resolve an action profile reference, then run the chosen action."""
+        em = self.em
         if info.profile_var:
             em.line(f"if {act}.__class__ is not _ActionCall:")
             with em.indent():
@@ -160,7 +171,6 @@ class TableGen:
                     self.meter_colors[id(info.meter_decl)] = color
                 self.inline_action(r.sym, getattr(r, "bound", []), env,
                                    data_args=f"{act}.args")
-        return hit, name
 
     def _key_value(self, e: A.Expr, env: Env) -> str:
         v = self.ex(e, env)
