@@ -114,7 +114,7 @@ class Engine:
 
     def _run_ingress(self, port: int, data: bytes, instance: int, meta, depth: int
                      ) -> list[Queued]:
-        ctx = PacketContext(length=len(data))
+        ctx = PacketContext(len(data))
         log = self._log
         if log is not None:
             log(f"ingress: port {port}, {len(data)} bytes, instance_type {instance}")
@@ -210,7 +210,7 @@ class Engine:
         targets = self._clone_targets(session)
         if not targets:
             return []
-        cctx = PacketContext(length=len(data))
+        cctx = PacketContext(len(data))
         hdr, _, _ = self._parse(cctx, data, port, INGRESS_CLONE)
         kept = self._preserved(meta, flist)
         sm = self._new_sm()
@@ -244,7 +244,7 @@ class Engine:
         sm.egress_spec = self._drop + 1
         truncate = pkt.truncate
         sm.packet_length = pkt.length
-        ctx = PacketContext(length=sm.packet_length, payload=pkt.payload)
+        ctx = PacketContext(sm.packet_length, pkt.payload)
         try:
             self._egress(ctx, pkt.hdr, pkt.meta, sm)
         except AssertFailed as e:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random as _random
 import sys
-from dataclasses import dataclass
 
 from ..runtime.hashing import ALGORITHMS
 
@@ -79,18 +78,21 @@ class HeaderStack:
         self.next_index = max(self.next_index - count, 0)
 
 
-@dataclass(slots=True)
 class PacketContext:
-    """Per-packet state the externs and the engine share."""
+    """Per-packet state the externs and the engine share (one per pipeline pass)."""
 
-    length: int = 0  # standard_metadata.packet_length as received
-    payload: bytes = b""
-    clone: tuple[int, int] | None = None  # (session, field list or -1)
-    resubmit: int | None = None  # field list index
-    recirculate: int | None = None
-    truncate: int | None = None
-    digest: tuple | None = None  # (name, function returning the values at end of ingress)
-    parser_offset: int = 0
+    __slots__ = ("clone", "digest", "length", "parser_offset", "payload", "recirculate",
+                 "resubmit", "truncate")
+
+    def __init__(self, length: int, payload: bytes = b""):
+        self.length = length  # standard_metadata.packet_length as received
+        self.payload = payload  # the bytes after the parsed headers
+        self.clone: tuple[int, int] | None = None  # (session, field list or -1)
+        self.resubmit: int | None = None  # field list index
+        self.recirculate: int | None = None  # field list index
+        self.truncate: int | None = None  # bytes to keep
+        self.digest: tuple | None = None  # (name, values at the end of ingress)
+        self.parser_offset = 0
 
 
 def signed(value: int, width: int) -> int:
