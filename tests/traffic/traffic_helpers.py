@@ -36,8 +36,9 @@ def relay(tb: netns.Testbed, **impairments: str) -> Iterator[dict[str, Any]]:
 @contextlib.contextmanager
 def capture(host: NetnsHost, path: str) -> Iterator[None]:
     """tcpdump on the host's interface into `path` (incoming RoCE frames) while in the block."""
-    proc = host.popen(["tcpdump", "-i", host.iface, "-U", "-n", "-s", "0", "-w", path,
-                       "-Q", "in", "udp port 4791 or ip proto 253"],
+    # --immediate-mode: no packets waiting in a ring block when tcpdump is stopped
+    proc = host.popen(["tcpdump", "-i", host.iface, "--immediate-mode", "-U", "-n", "-s", "0",
+                       "-w", path, "-Q", "in", "udp port 4791 or ip proto 253"],
                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stderr.readline()  # readiness: "listening on <iface> ..."
