@@ -88,7 +88,8 @@ class CallGen:
                 continue
             value = self.ex(a, env)
             agg = is_aggregate(t) or isinstance(a.type, (StructType, StackType))
-            if agg and p.direction in ("", "in") and by_ref_ok and _simple_path(a):
+            if agg and p.direction in ("", "in") and by_ref_ok and _simple_path(a) and \
+                    not _overlaps(a, refs):
                 inner.bind(sym, value)
                 continue
             if agg and by_ref_ok and p.direction == "inout" and _simple_path(a) and \

@@ -69,6 +69,11 @@ def test_top_level_register(switch):
     assert sw.state.registers["shared"].read(1) == 4242
 
 
+def test_in_argument_is_a_copy_even_when_aliased(switch):
+    sw = switch("control_flow.p4")
+    assert resp(sw.send(0, req(13)))[:2] == (0x55, 0x11)
+
+
 def test_meters(switch):
     sw = switch("control_flow.p4")
     assert resp(sw.send(0, req(6, 1)))[0] == 0  # unconfigured: GREEN

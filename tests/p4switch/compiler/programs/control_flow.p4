@@ -73,8 +73,17 @@ control Classifier(in bit<8> k, inout bit<8> result) {
     }
 }
 
+/* `in` arguments are copies: writes through an aliasing inout parameter do not show. */
+control Aliasing(inout resp_t r, in resp_t orig) {
+    apply {
+        r.a = 0x55;
+        r.b = orig.a;
+    }
+}
+
 control CfIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     Classifier() first;
+    Aliasing() aliasing;
     @name("second_classifier") Classifier() second;
     register<bit<32>>(8) store;
     meter(4, MeterType.packets) limiter;
@@ -148,6 +157,9 @@ control CfIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadat
         } else if (hdr.req.op == 12) {
             shared.write(1, (bit<32>) hdr.req.value);
             shared.read(hdr.resp.r, 1);
+        } else if (hdr.req.op == 13) {
+            hdr.resp.a = 0x11;
+            aliasing.apply(hdr.resp, hdr.resp);
         } else if (hdr.req.op == 11) {
             if (hdr.req.key == 1) {
                 return;
