@@ -1,0 +1,7 @@
+"""The p4switch front end: preprocess -> parse (LALR grammar, p4.lark) -> typed IR (checker).
+
+preprocess.py  C preprocessor with a line map back into the original files
+lexer.py       type-name feedback for the lexer, `>>` splitting in type arguments
+parse.py       the LALR parser; build.py / build_code.py turn its tree into ast.py nodes
+check*.py      the type checker: types.py, symbols.py, consteval.py; errors via diagnostics.py
+"""
