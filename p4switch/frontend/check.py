@@ -221,8 +221,10 @@ class Checker(ExprChecker, CallChecker, StmtChecker):
         self._declare_type(d.name, t, d.pos)
 
     def _d_TypedefDecl(self, d: A.TypedefDecl) -> None:
-        if d.newtype:
-            self.err(d.pos, "unsupported: type declarations (use typedef)")
+        if d.newtype and A.annotation(d.annotations, "p4runtime_translation"):
+            self.err(d.pos, "unsupported: @p4runtime_translation")
+        # `type` makes a distinct type in P4; the data plane sees the same bits, so it is
+        # checked like a typedef (this accepts some conversions p4c would want written out)
         self._declare_type(d.name, self.resolve_type(d.tref), d.pos)
 
     def _d_ErrorDecl(self, d: A.ErrorDecl) -> None:

@@ -97,10 +97,10 @@ def test_assignment_to_in_parameter_and_constant():
 
 
 def test_unsupported_constructs_are_named():
-    extra = ("type bit<9> port_t;\n"
+    extra = ('@p4runtime_translation("p4.org/port", 32) type bit<9> port_t;\n'
              "header vb_t { varbit<32> a; varbit<32> b; }\n")
     assert errors(program("    apply { }", extra)) == [
-        "prog.p4:13:1: unsupported: type declarations (use typedef)",
+        "prog.p4:13:1: unsupported: @p4runtime_translation",
         "prog.p4:14:1: unsupported: more than one varbit field in header vb_t",
     ]
 
