@@ -56,10 +56,10 @@ def engine(setting: str):
     if "pfc" in setting:
         refresh = 0 if setting == "pfc-xoff" else 20_000
         commands += [
-            f"table_add FabricEgress.pfc.pfc_config FabricEgress.pfc.enable_pfc 2 => "
+            f"table_add FabricEgress.pfc.pfc_config FabricEgress.pfc.enable_pfc 2 3 => "
             f"10 4 1000 {refresh}",
             "table_add FabricIngress.pfc_reception.pfc_propagation "
-            f"FabricIngress.pfc_reception.propagate_pfc 2 => 5 1000 {refresh}",
+            f"FabricIngress.pfc_reception.propagate_pfc 2 3 => 5 1000 {refresh}",
             "table_add FabricIngress.pfc_reception.pfc_link "
             "FabricIngress.pfc_reception.set_quantum 1 => 52429",
             "mirroring_add 1001 1",

@@ -1,7 +1,8 @@
 """ECN marking and PFC run-time knobs, programmed over P4Runtime (both targets).
 
     knobs = CongestionConfig(ecn=EcnProfile(kmin=5, kmax=20, pmax=0.2),
-                             pfc=PfcConfig(xoff=16, xon=8, quanta=400, refresh_us=10_000))
+                             pfc=PfcConfig(xoff=10, xon=4, quanta=1000, refresh_us=20_000),
+                             dscp_priority=ROCE_CLASSES)
     apply_congestion(ctl, knobs)            # every switch of a FabricController
     apply_congestion(ctl, CongestionConfig())  # both off again
 
@@ -9,8 +10,10 @@ What it writes on each switch (`p4src/include/ecn.p4`, `pfc.p4`):
 - `ecn_profile`: RED over enq_qdepth as range entries, one per depth between kmin and kmax (mark
   probability pmax * (depth - kmin) / (kmax - kmin)) and one from kmax up (every packet);
   kmin = kmax is a single marking threshold.
-- `dscp_priority`: DSCP -> priority (the PFC class and, with --priority-queues, the egress queue);
-  RoCE data (DSCP 26) on 3 and CNPs (DSCP 48) on 6 by default, as in RoCE deployments.
+- `dscp_priority`: DSCP -> priority (the PFC class and the egress queue). `ROCE_CLASSES` puts
+  RoCE data (DSCP 26) on 3 and CNPs/ACKs (DSCP 48) on 6, as RoCE deployments do; only for
+  switches started with enough priority queues (p4switch `--priority-queues 8`): p4switch drops
+  packets whose priority has no queue. Without a map everything stays on priority 0.
 - `pfc_config` (egress): XOFF/XON (packets), pause quanta and refresh period per egress port;
   `pfc_propagation` (ingress): arrivals for a paused queue that pause its upstream; `pfc_link`
   (ingress): the time one quantum stands for per port; and the clone sessions
@@ -30,6 +33,7 @@ from typing import Protocol
 from p4.v1 import p4runtime_pb2
 
 from controller.schema import Schema, encode
+from topos.model import FabricSpec
 
 Update = p4runtime_pb2.Update
 Entity = p4runtime_pb2.Entity
@@ -37,7 +41,7 @@ Entity = p4runtime_pb2.Entity
 PFC_SESSION_BASE = 1000
 MAX_DEPTH = (1 << 19) - 1  # enq_qdepth is 19 bits
 ALWAYS = 0xFFFF  # a threshold above every draw (draws are 0..65534)
-DEFAULT_DSCP_PRIORITY = {26: 3, 48: 6}
+ROCE_CLASSES = {26: 3, 48: 6}  # DSCP -> priority
 ECN_TABLE_SIZE = 256
 
 TABLES = {
@@ -117,6 +121,7 @@ class PfcConfig:
     refresh_us: int = 10_000
     link_mbps: float = 10.0
     xoff_paused: int | None = None
+    priorities: tuple[int, ...] = (3,)  # the lossless classes (RoCE data in ROCE_CLASSES)
 
     @property
     def paused_threshold(self) -> int:
@@ -136,6 +141,8 @@ class PfcConfig:
             out.append(f"PFC link rate must be > 0 Mb/s, got {self.link_mbps}")
         if self.xoff_paused is not None and self.xoff_paused <= 0:
             out.append(f"PFC xoff_paused must be > 0 packets, got {self.xoff_paused}")
+        if not self.priorities or any(not 0 <= p < 8 for p in self.priorities):
+            out.append(f"PFC priorities must be some of 0..7, got {self.priorities}")
         return out
 
     @property
@@ -152,7 +159,7 @@ class CongestionConfig:
     ecn: EcnProfile | None = None  # None: no marking
     pfc: PfcConfig | None = None  # None: no pause frames generated
     pfc_ports: tuple[int, ...] | None = None  # egress ports with PFC; None: every port
-    dscp_priority: Mapping[int, int] = field(default_factory=lambda: dict(DEFAULT_DSCP_PRIORITY))
+    dscp_priority: Mapping[int, int] = field(default_factory=dict)  # e.g. ROCE_CLASSES
     punt_pfc: bool = False  # hand received PFC frames to the controller (BMv2 pause agent)
 
     def problems(self) -> list[str]:
@@ -162,6 +169,12 @@ class CongestionConfig:
                 out.append(f"DSCP must be 0..63, got {dscp}")
             if not 0 <= prio < 8:
                 out.append(f"priority of DSCP {dscp} must be 0..7, got {prio}")
+        if self.pfc is not None:
+            reachable = {0, *self.dscp_priority.values()}
+            unused = sorted(set(self.pfc.priorities) - reachable)
+            if unused:
+                out.append(f"PFC on priority {unused} but no DSCP maps to it (dscp_priority "
+                           f"{dict(self.dscp_priority)}): PFC would never act")
         return out
 
     def check(self) -> CongestionConfig:
@@ -226,20 +239,29 @@ def table_entities(schema: Schema, ports: Iterable[int], config: CongestionConfi
                    ACTIONS["class"], {"prio": prio})
             for dscp, prio in sorted(config.dscp_priority.items())]
     if config.pfc is not None:
-        pfc = config.pfc
         enabled = sorted(ports) if config.pfc_ports is None else sorted(config.pfc_ports)
-        out += [_entry(schema, TABLES["pfc"], [("standard_metadata.egress_port", "exact", (p,))],
-                       ACTIONS["pfc"], {"xoff_packets": pfc.xoff, "xon_packets": pfc.xon,
-                                        "quanta": pfc.quanta, "refresh": pfc.refresh_us})
-                for p in enabled]
-        out += [_entry(schema, TABLES["propagation"],
-                       [("standard_metadata.egress_spec", "exact", (p,))], ACTIONS["propagation"],
-                       {"xoff_packets": pfc.paused_threshold, "quanta": pfc.quanta,
-                        "refresh": pfc.refresh_us})
-                for p in enabled]
+        out += _pfc_queue_entities(schema, enabled, config.pfc)
         out += [_entry(schema, TABLES["link"], [("standard_metadata.ingress_port", "exact", (p,))],
-                       ACTIONS["link"], {"us_q10": pfc.quantum_us_q10})
+                       ACTIONS["link"], {"us_q10": config.pfc.quantum_us_q10})
                 for p in sorted(ports)]
+    return out
+
+
+def _pfc_queue_entities(schema: Schema, ports: Iterable[int], pfc: PfcConfig) -> list[Entity]:
+    """pfc_config and pfc_propagation entries for the lossless queues of `ports`."""
+    queues = [(p, prio) for p in ports for prio in sorted(pfc.priorities)]
+    out = [_entry(schema, TABLES["pfc"], [("standard_metadata.egress_port", "exact", (p,)),
+                                          ("standard_metadata.priority", "exact", (prio,))],
+                  ACTIONS["pfc"], {"xoff_packets": pfc.xoff, "xon_packets": pfc.xon,
+                                   "quanta": pfc.quanta, "refresh": pfc.refresh_us})
+           for p, prio in queues]
+    out += [_entry(schema, TABLES["propagation"],
+                   [("standard_metadata.egress_spec", "exact", (p,)),
+                    ("standard_metadata.priority", "exact", (prio,))],
+                   ACTIONS["propagation"],
+                   {"xoff_packets": pfc.paused_threshold, "quanta": pfc.quanta,
+                    "refresh": pfc.refresh_us})
+            for p, prio in queues]
     return out
 
 
@@ -282,7 +304,7 @@ def configure_switch(client: _Client, schema: Schema, ports: Iterable[int],
 
 
 class _Fabric(Protocol):  # controller.fabric.FabricController
-    spec: object
+    spec: FabricSpec
     schema: Schema
     clients: Mapping[str, _Client]
 
@@ -295,7 +317,7 @@ def apply_congestion(ctl: _Fabric, config: CongestionConfig,
     written, errors = {}, []
     for name in switches if switches is not None else list(ctl.clients):
         try:
-            ports = ctl.spec.ports(name)  # type: ignore[attr-defined]
+            ports = ctl.spec.ports(name)
             written[name] = configure_switch(ctl.clients[name], ctl.schema, ports, config)
         except Exception as err:  # reported below, together with the other switches
             errors.append(f"switch {name}: {err}")
@@ -304,12 +326,11 @@ def apply_congestion(ctl: _Fabric, config: CongestionConfig,
     return written
 
 
-def set_port_pfc(client: _Client, schema: Schema, port: int, pfc: PfcConfig | None) -> None:
-    """Turn PFC generation and propagation for one egress port off (None) or on again; what the
+def set_port_pfc(client: _Client, schema: Schema, port: int, pfc: PfcConfig, *,
+                 enabled: bool) -> None:
+    """Turn `pfc` generation and propagation for one egress port off or on again; what the
     watchdog does to a stormed queue so that it stops pausing its upstream."""
-    config = CongestionConfig(pfc=pfc or PfcConfig(xoff=1, xon=0), pfc_ports=(port,))
-    wanted = [e for e in table_entities(schema, [port], config)
-              if schema.name_of(e.table_entry.table_id) in (TABLES["pfc"], TABLES["propagation"])]
+    wanted = _pfc_queue_entities(schema, [port], pfc)
     keys = []
     for entity in wanted:
         key = Entity()
@@ -318,5 +339,5 @@ def set_port_pfc(client: _Client, schema: Schema, port: int, pfc: PfcConfig | No
         keys.append(key)
     present = [key for key in keys if client.read([key])]
     client.write(_updates(Update.DELETE, present))
-    if pfc is not None:
+    if enabled:
         client.write(_updates(Update.INSERT, wanted))

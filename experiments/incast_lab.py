@@ -15,11 +15,12 @@ P4 program's pause estimate share.
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from controller.congestion import CongestionConfig, apply_congestion
+from controller.congestion import ROCE_CLASSES, CongestionConfig, apply_congestion
 from controller.fabric import FabricController
 from controller.pfc_agent import RuntimeChannel
 from controller.pipeline import build_pipeline
@@ -145,6 +146,10 @@ class CongestionLab:
                 ch.command(f"set_queue_rate {self.port_rate(sw.name, port)} {port}")
 
     def configure(self, config: CongestionConfig) -> dict[str, int]:
+        """Apply `config`; without a DSCP map of its own it gets ROCE_CLASSES (these switches
+        run 8 priority queues)."""
+        if not config.dscp_priority:
+            config = dataclasses.replace(config, dscp_priority=ROCE_CLASSES)
         return apply_congestion(self.ctl, config)
 
     def agent(self, nic: str) -> Agent:

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from controller.congestion import CongestionConfig, EcnProfile, PfcConfig
+from controller.congestion import ROCE_CLASSES, CongestionConfig, EcnProfile, PfcConfig
 from experiments.incast_lab import CongestionLab, IncastRoles
 from experiments.telemetry import TelemetrySampler
 from traffic.receiver import ExpectedFlow, ReceiverConfig
@@ -41,7 +41,7 @@ def congestion_config(setting: str, params: dict[str, Any]) -> CongestionConfig:
     ecn = EcnProfile(params["kmin"], params["kmax"], params["pmax"]) if "ecn" in setting else None
     pfc = (PfcConfig(params["xoff"], params["xon"], params["quanta"], params["refresh_us"],
                      params["link_mbps"]) if "pfc" in setting else None)
-    return CongestionConfig(ecn=ecn, pfc=pfc).check()
+    return CongestionConfig(ecn=ecn, pfc=pfc, dscp_priority=ROCE_CLASSES).check()
 
 
 @dataclass

@@ -87,9 +87,13 @@ control PfcReception(inout headers_t hdr,
         pause_quanta = quanta;
         refresh_us = refresh;
     }
-    /* Keyed by the egress port the packet is headed for; no entry: no propagation. */
+    /* Keyed by the egress port the packet is headed for and its priority (PFC is enabled per
+     * priority: the lossless classes); no entry: no propagation. */
     table pfc_propagation {
-        key = { standard_metadata.egress_spec: exact; }
+        key = {
+            standard_metadata.egress_spec: exact;
+            standard_metadata.priority: exact;
+        }
         actions = { propagate_pfc; NoAction; }
         default_action = NoAction();
         size = 512;
@@ -187,9 +191,13 @@ control PfcGeneration(inout headers_t hdr,
         pause_quanta = quanta;
         refresh_us = refresh;
     }
-    /* Keyed by the congested egress port; no entry: PFC off for that port. */
+    /* Keyed by the congested egress port and the packet's priority (the lossless classes);
+     * no entry: PFC off for that queue. */
     table pfc_config {
-        key = { standard_metadata.egress_port: exact; }
+        key = {
+            standard_metadata.egress_port: exact;
+            standard_metadata.priority: exact;
+        }
         actions = { enable_pfc; NoAction; }
         default_action = NoAction();
         size = 512;

@@ -156,8 +156,10 @@ def test_watchdog_drops_a_stormed_queue_and_restores_it(incast_lab) -> None:
     client = lab.ctl.clients[switch]
     dog = p4switch_watchdog(
         lab.channels, [(switch, port, 3)], restore_depth=PARAMS["depth"],
-        pfc_off=lambda sw, p: set_port_pfc(lab.ctl.clients[sw], lab.ctl.schema, p, None),
-        pfc_on=lambda sw, p: set_port_pfc(lab.ctl.clients[sw], lab.ctl.schema, p, pfc)).start()
+        pfc_off=lambda sw, p: set_port_pfc(lab.ctl.clients[sw], lab.ctl.schema, p, pfc,
+                                           enabled=False),
+        pfc_on=lambda sw, p: set_port_pfc(lab.ctl.clients[sw], lab.ctl.schema, p, pfc,
+                                          enabled=True)).start()
     src, dst = roles.victim_src, roles.victim_dst
     try:
         agents[dst].start_recv(ReceiverConfig(iface=lab.iface(dst), idle_timeout_s=1.0,
@@ -194,6 +196,6 @@ def _pfc_key(lab, port: int):
     entity = p4runtime_pb2.Entity()
     table = lab.ctl.schema.table("FabricEgress.pfc.pfc_config")
     entity.table_entry.table_id = table.preamble.id
-    mf = table.match_fields[0]
-    entity.table_entry.match.add(field_id=mf.id).exact.value = encode(port, mf.bitwidth)
+    for mf, value in zip(table.match_fields, (port, 3), strict=True):  # (port, priority 3)
+        entity.table_entry.match.add(field_id=mf.id).exact.value = encode(value, mf.bitwidth)
     return entity

@@ -13,6 +13,7 @@ from p4.v1 import p4runtime_pb2
 
 from controller.congestion import (
     ALWAYS,
+    ROCE_CLASSES,
     CongestionConfig,
     CongestionConfigError,
     EcnProfile,
@@ -46,12 +47,14 @@ def test_ecn_profile_is_red() -> None:
 
 def test_bad_knobs_are_reported_together() -> None:
     config = CongestionConfig(ecn=EcnProfile(kmin=10, kmax=5, pmax=1.5),
-                              pfc=PfcConfig(xoff=8, xon=8, quanta=0), dscp_priority={70: 9})
+                              pfc=PfcConfig(xoff=8, xon=8, quanta=0, priorities=(3, 9)),
+                              dscp_priority={70: 9})
     with pytest.raises(CongestionConfigError) as err:
         config.check()
     text = str(err.value)
     for part in ("kmax (5) must be >= kmin (10)", "pmax must be in [0, 1]", "xon must be in",
-                 "quanta must be 1..65535", "DSCP must be 0..63", "priority of DSCP 70"):
+                 "quanta must be 1..65535", "DSCP must be 0..63", "priority of DSCP 70",
+                 "PFC priorities must be some of 0..7", "PFC on priority [3]"):
         assert part in text
 
 
@@ -63,7 +66,8 @@ def test_pfc_timing() -> None:
 
 
 def test_table_entities_match_the_p4info() -> None:
-    config = CongestionConfig(ecn=EcnProfile(5, 20, 0.2), pfc=PfcConfig(10, 4, 1000, 20_000))
+    config = CongestionConfig(ecn=EcnProfile(5, 20, 0.2), pfc=PfcConfig(10, 4, 1000, 20_000),
+                              dscp_priority=ROCE_CLASSES)
     entities = table_entities(schema(), [1, 2, 3], config)
     by_table: dict[str, int] = {}
     for e in entities:
@@ -75,7 +79,7 @@ def test_table_entities_match_the_p4info() -> None:
                         "FabricIngress.pfc_reception.pfc_propagation": 3,
                         "FabricIngress.pfc_reception.pfc_link": 3}
     only_ecn = table_entities(schema(), [1], CongestionConfig(ecn=EcnProfile(5, 5)))
-    assert len(only_ecn) == 1 + 2
+    assert len(only_ecn) == 1  # no DSCP map unless asked: everything stays on priority 0
 
 
 class FakeClient:
@@ -97,10 +101,11 @@ class FakeClient:
 def test_configure_replaces_what_was_there() -> None:
     old = table_entities(schema(), [1, 2], CongestionConfig(ecn=EcnProfile(5, 20)))
     client = FakeClient(old)
-    written = configure_switch(client, schema(), [1, 2], CongestionConfig(pfc=PfcConfig(10, 4)))
+    written = configure_switch(client, schema(), [1, 2],
+                               CongestionConfig(pfc=PfcConfig(10, 4), dscp_priority=ROCE_CLASSES))
     deletes, inserts, default, sessions = client.writes
     assert all(u.type == p4runtime_pb2.Update.DELETE for u in deletes) and len(deletes) == len(old)
-    assert len(inserts) == written == 2 + 2 + 2 + 2
+    assert len(inserts) == written == 2 + 2 + 2 + 2  # classes; pfc_config, propagation, link
     assert default[0].type == p4runtime_pb2.Update.MODIFY
     assert [u.entity.packet_replication_engine_entry.clone_session_entry.session_id
             for u in sessions] == [1001, 1002]

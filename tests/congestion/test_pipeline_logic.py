@@ -38,7 +38,7 @@ class Pipeline:
         return out
 
     def pfc(self, port: int, xoff: int, xon: int, quanta: int, refresh_us: int) -> None:
-        self.run(f"table_add FabricEgress.pfc.pfc_config FabricEgress.pfc.enable_pfc {port} "
+        self.run(f"table_add FabricEgress.pfc.pfc_config FabricEgress.pfc.enable_pfc {port} 3 "
                  f"=> {xoff} {xon} {quanta} {refresh_us}")
         for p in (SPINE_PORT, HOST_PORT, OTHER_PORT):
             self.run(f"mirroring_add {1000 + p} {p}")
@@ -128,7 +128,7 @@ def test_pfc_refresh_and_xon(pipe: Pipeline) -> None:
 
 def test_pfc_xon_waits_for_every_congested_queue(pipe: Pipeline) -> None:
     pipe.pfc(HOST_PORT, xoff=16, xon=8, quanta=400, refresh_us=1_000_000)
-    pipe.run(f"table_add FabricEgress.pfc.pfc_config FabricEgress.pfc.enable_pfc {OTHER_PORT} "
+    pipe.run(f"table_add FabricEgress.pfc.pfc_config FabricEgress.pfc.enable_pfc {OTHER_PORT} 3 "
              "=> 16 8 400 1000000")
     assert len(pipe.send(roce(), 20)) == 2
     assert len(pipe.send(roce("10.0.1.2"), 20)) == 2  # second congested queue, same upstream
@@ -139,6 +139,12 @@ def test_pfc_xon_waits_for_every_congested_queue(pipe: Pipeline) -> None:
 
 def test_pfc_off_without_config(pipe: Pipeline) -> None:
     assert len(pipe.send(roce(), 60)) == 1
+
+
+def test_pfc_only_on_its_priorities(pipe: Pipeline) -> None:
+    pipe.pfc(HOST_PORT, xoff=16, xon=8, quanta=400, refresh_us=10_000)  # priority 3 only
+    assert len(pipe.send(roce(dscp=48), 60)) == 1  # priority 0 (no DSCP entry): never paused
+    assert len(pipe.send(roce(), 60)) == 2
 
 
 def test_received_pfc_frames_are_counted_and_dropped_or_punted(pipe: Pipeline) -> None:
@@ -175,7 +181,7 @@ def test_pause_propagates_from_a_paused_queue(pipe: Pipeline) -> None:
                  f"FabricIngress.pfc_reception.set_quantum {port} => {quantum_q10}")
         pipe.run(f"mirroring_add {1000 + port} {port}")
     pipe.run(f"table_add FabricIngress.pfc_reception.pfc_propagation "
-             f"FabricIngress.pfc_reception.propagate_pfc {HOST_PORT} => 3 500 1000000")
+             f"FabricIngress.pfc_reception.propagate_pfc {HOST_PORT} 3 => 3 500 1000000")
     assert len(pipe.send(roce(), 0)) == 1  # not paused: nothing counted
     assert pipe.engine.process(HOST_PORT, pfc_frame(0xFFFF)) == []  # downstream pauses us
     assert len(pipe.send(roce(), 0)) == 1
