@@ -23,6 +23,15 @@ from .structs import class_name
 _CLONE_NAMES = {"clone", "clone_preserving_field_list"}
 
 
+def _field_path(e: A.Expr) -> bool:
+    """A reference to a header/metadata field (BMv2 field lists refer to those)."""
+    while isinstance(e, (A.Member, A.Index)):
+        if isinstance(e, A.Index) and e.index.const is None:
+            return False
+        e = e.expr
+    return isinstance(e, A.Name)
+
+
 def _merge_runs(items: list) -> list:
     """Join consecutive (value, width, guard) fields with the same guard into one value."""
     runs: list = []
@@ -230,10 +239,16 @@ class ExternGen:
         if not isinstance(t, StructType) or t.name.startswith("{"):
             raise Unsupported(data.pos, "digest of a value that is not a named struct")
         self.digest_types[t.name] = t
+        # BMv2 reads the digest's field list when ingress ends (and keeps only the last
+        # digest() call): fields are read then; computed values are taken now
+        parts = data.items if isinstance(data, A.ListExpr) else (
+            [v for _, v in data.fields] if isinstance(data, A.StructInit) else [])
+        for part in parts:
+            if not _field_path(part):
+                self.pin(part, env)
         items: list = []
         self._flatten(data, env, items)
         vals = "".join(f"{v}, " for v, _, _ in items)
-        # BMv2 reads the field list when ingress ends, and keeps only the last digest() call
         self.em.line(f"ctx.digest = ({t.name!r}, lambda: ({vals}))")
 
     def _f_random(self, c, env):
