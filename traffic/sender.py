@@ -200,6 +200,7 @@ class Sender:
 
     def run(self) -> SendResult:
         cfg = self.cfg
+        netutil.tight_timers()
         if cfg.start_at is not None:  # a coordinated start (collective steps)
             while not self._stop and time.time() < cfg.start_at:
                 self._poll_control(min(0.05, cfg.start_at - time.time()), time.perf_counter())
