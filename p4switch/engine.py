@@ -241,7 +241,7 @@ class Engine:
         sm.deq_qdepth = deq_qdepth & 0x7FFFF
         sm.deq_timedelta = deq_timedelta & 0xFFFFFFFF
         sm.egress_global_timestamp = self._now() & 0xFFFFFFFFFFFF
-        sm.egress_spec = self._drop + 1
+        sm.egress_spec = (self._drop + 1) & 0x1FF  # BMv2: "not drop_port", in 9 bits
         truncate = pkt.truncate
         sm.packet_length = pkt.length
         ctx = PacketContext(sm.packet_length, pkt.payload)
