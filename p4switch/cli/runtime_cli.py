@@ -4,7 +4,8 @@
     echo "table_dump MyIngress.ipv4_lpm" | p4switch-cli --thrift-port 9090
     p4switch-cli --thrift-port 9090 set_queue_rate 100 2
 
-Commands come from the arguments (one command) or from stdin (one per line; `#` comments).
+Commands come from the arguments (one command) or from stdin (one per line; `#` comments;
+a prompt when stdin is a terminal).
 Each command's output is printed; errors go to stderr as "Error: ..." and make the exit status 1.
 `--thrift-ip`, `--json` and `--pre` are accepted for compatibility with simple_switch_CLI.
 """
@@ -15,6 +16,7 @@ import argparse
 import json
 import socket
 import sys
+from collections.abc import Iterable, Iterator
 
 from p4switch.switch.options import DEFAULT_THRIFT_PORT
 
@@ -48,6 +50,16 @@ class RuntimeClient:
         self.close()
 
 
+def _prompt() -> Iterator[str]:
+    """Interactive use: a prompt per command, as simple_switch_CLI shows."""
+    while True:
+        try:
+            yield input("RuntimeCmd: ")
+        except EOFError:
+            print()
+            return
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="p4switch-cli", description=__doc__.splitlines()[0])
     p.add_argument("--thrift-port", type=int, default=DEFAULT_THRIFT_PORT)
@@ -62,7 +74,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Error: cannot connect to the switch at {args.thrift_ip}:{args.thrift_port}: "
               f"{exc}", file=sys.stderr)
         return 1
-    lines = [" ".join(args.command)] if args.command else sys.stdin
+    if args.command:
+        lines: Iterable[str] = [" ".join(args.command)]
+    elif sys.stdin.isatty():
+        lines = _prompt()
+    else:
+        lines = sys.stdin
     failed = False
     with client:
         for line in lines:
