@@ -15,6 +15,7 @@ ETH_P_ALL = 0x0003
 ETH_P_IP = 0x0800
 SIOCGIFADDR = 0x8915
 SIOCGIFHWADDR = 0x8927
+SIOCGIFMTU = 0x8921
 PACKET_OUTGOING = 4  # sll_pkttype of frames this host sent
 SOL_PACKET = 263
 PACKET_STATISTICS = 6
@@ -48,6 +49,13 @@ def interface_mac(iface: str) -> str:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         raw = fcntl.ioctl(s.fileno(), SIOCGIFHWADDR, struct.pack("256s", iface.encode()[:15]))
     return ":".join(f"{b:02x}" for b in raw[18:24])
+
+
+def interface_mtu(iface: str) -> int:
+    require_interface(iface)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        raw = fcntl.ioctl(s.fileno(), SIOCGIFMTU, struct.pack("256s", iface.encode()[:15]))
+    return struct.unpack_from("i", raw, 16)[0]
 
 
 def interface_ip(iface: str) -> str:

@@ -21,7 +21,15 @@ from dataclasses import dataclass
 
 from traffic import bpf, netutil
 from traffic.dcqcn import Dcqcn, DcqcnParams
-from traffic.frames import ECN_ECT0, ECN_NOT_ECT, STAMP_LEN, Endpoints, FrameTemplate, build_frame
+from traffic.frames import (
+    ECN_ECT0,
+    ECN_NOT_ECT,
+    ETH_LEN,
+    STAMP_LEN,
+    Endpoints,
+    FrameTemplate,
+    build_frame,
+)
 from traffic.headers import (
     ACK,
     CNP,
@@ -184,6 +192,12 @@ class Sender:
                 params = config.dcqcn_params or DcqcnParams.scaled(qc.rate_bps)
                 dc = Dcqcn(params, qc.rate_bps)
             self.qps.append(_QP(qc, ep, config.mtu_payload, dc))
+        mtu = netutil.interface_mtu(config.iface)
+        biggest = max(len(t.buf) for q in self.qps for t in q.plan) - ETH_LEN
+        if biggest > mtu:
+            raise ValueError(f"packets of {biggest} B (IPv4) exceed the MTU {mtu} of "
+                             f"{config.iface}: lower the payload per packet "
+                             f"({config.mtu_payload} B)")
         self._by_key = {(q.cfg.dst_ip, q.cfg.qpn): q for q in self.qps}
         self.tx = netutil.packet_socket(config.iface)
         self.ctl = netutil.packet_socket(config.iface, netutil.ETH_P_ALL)

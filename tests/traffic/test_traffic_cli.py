@@ -104,3 +104,12 @@ def test_collective_over_named_namespaces(star4, tmp_path):
     assert res["complete"] and len(res["steps"]) == 1 and res["steps"][0]["flows"] == 12
     step = res["steps"][0]
     assert step["packets"] == 12 * 16 and step["tagged_packets"] == step["packets"]
+
+
+@pytest.mark.root
+def test_send_rejects_packets_larger_than_the_mtu(pair_net):
+    a, b = pair_net.hosts["a"], pair_net.hosts["b"]
+    proc = cli("send", "--iface", a.iface, "--dst", b.ip, "--mtu", "1480",
+               prefix=["ip", "netns", "exec", a.netns])
+    assert proc.returncode == 2
+    assert f"exceed the MTU 1500 of {a.iface}" in proc.stderr
