@@ -11,7 +11,8 @@
  * quanta. While any pair of U is congested the pause is refreshed every `refresh` µs by U's
  * packets. When a packet of U leaves E at or below XON the pair clears, and once no pair of U is
  * congested an XON (quanta 0) goes out. XOFF must leave room for what arrives while the packet
- * that crossed it waits in the queue. Pair state covers ports 0..63.
+ * that crossed it waits in the queue. Pair state covers ports 0..63 and is shared by the
+ * lossless priorities (`pfc_config` is keyed by port and priority).
  *
  * Propagation while paused (ingress): a paused queue dequeues nothing, so the rule above cannot
  * fire for it. Ingress knows which queues are paused from the PFC frames it receives (pause
