@@ -90,9 +90,14 @@ def compile_source(text: str, filename: str = "<string>",
 def _compile_preprocessed(pre: Preprocessed, name: str,
                           reporter: Reporter | None = None) -> CompiledProgram:
     reporter = reporter or Reporter()
-    prog = parse(pre, reporter)
-    reporter.check()
-    info = Checker(reporter).check_program(prog)
+    try:
+        prog = parse(pre, reporter)
+        reporter.check()
+        info = Checker(reporter).check_program(prog)
+    except P4CompileError:
+        raise
+    except Exception as e:  # a front-end bug must still come out as a diagnostic
+        reporter.error(None, f"internal compiler error: {type(e).__name__}: {e}")
     reporter.check()
     result = generate(info, name, reporter)
     reporter.check()

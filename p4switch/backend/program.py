@@ -240,8 +240,11 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
         for p in m.action_profiles:
             p.table_names = self.profile_tables.get(p.name, [])
         for name, t in self.digest_types.items():
-            m.digests.append(cp.Digest(name, fields=[cp.StructField(n, bit_width(ft))
-                                                     for n, ft in t.fields]))
+            try:
+                fields = [cp.StructField(n, bit_width(ft)) for n, ft in t.fields]
+            except TypeError as e:
+                raise Unsupported(None, f"digest {name}: {e}") from None
+            m.digests.append(cp.Digest(name, fields=fields))
         for t in self.info.structs:
             ch = A.annotation_string(t.annotations, "controller_header")
             if ch is not None:
@@ -276,6 +279,7 @@ def generate(info: ProgramInfo, program: str, reporter: Reporter):
                 raise Unsupported(None, f"V1Switch without a {role}")
             gen.gen_stage(role, decl, info.block_args.get(role, []))
         gen.gen_functions()
+        model = gen.finish_model()
     except Unsupported as e:
         reporter.unsupported(e.pos, e.what)
         return None
@@ -311,7 +315,6 @@ def generate(info: ProgramInfo, program: str, reporter: Reporter):
         out.line(f"    'new_sm': {class_name(sm)},")
         out.line(f"    'errors': {tuple(info.errors)!r},")
         out.line("}")
-    model = gen.finish_model()
     return out.source(), model
 
 
