@@ -67,7 +67,8 @@ def read_state(client: P4RuntimeClient, intent: Intent) -> DeviceState:
     return state
 
 
-def _write_error(switch: str, intent: Intent, err: WriteError) -> ControllerError:
+def controller_error(switch: str, intent: Intent, err: WriteError) -> ControllerError:
+    """A failed write as a ControllerError: one line per failed update, in P4 terms."""
     if not err.failures:
         return ControllerError(switch, f"{err.operation} failed: {err.code}: {err.detail}")
     lines = [f"  {describe_update(intent.schema, f.update)}: {f.code}: {f.message}"
@@ -96,7 +97,7 @@ def sync_switch(client: P4RuntimeClient, intent: Intent, routes: SwitchRoutes,
                 else:
                     report.deleted += 1
     except WriteError as err:
-        raise _write_error(routes.switch, intent, err) from None
+        raise controller_error(routes.switch, intent, err) from None
     except P4RuntimeError as err:
         raise ControllerError(routes.switch, str(err)) from None
     report.unchanged = want.count() - report.inserted - report.modified
