@@ -1,11 +1,18 @@
-"""The P4Runtime client against a real p4switch process."""
+"""The P4Runtime client (and a switch's sync) against a real p4switch process."""
 
 from __future__ import annotations
 
 import pytest
+from p4.v1 import p4runtime_pb2
 
+from controller.intent import Intent
 from controller.p4rt import P4RuntimeClient, P4RuntimeError
+from controller.routes import compute_routes
+from controller.schema import Schema, encode
+from controller.sync import ControllerError, controller_error, sync_switch
+from tests.controller.fabrics import ecmp_pipeline
 from tests.controller.switchproc import free_port, p4switch
+from topos import build_fabric
 
 
 @pytest.fixture(scope="module")
@@ -51,15 +58,6 @@ def test_nothing_listening_is_a_clear_error():
 
 
 def test_write_errors_name_the_switch_the_entry_and_the_reason():
-    from p4.v1 import p4runtime_pb2
-
-    from controller.intent import Intent
-    from controller.routes import compute_routes
-    from controller.schema import Schema, encode
-    from controller.sync import ControllerError, controller_error, sync_switch
-    from tests.controller.fabrics import ecmp_pipeline
-    from topos import build_fabric
-
     pipeline = ecmp_pipeline()
     intent = Intent(Schema(pipeline.p4info))
     routes = compute_routes(build_fabric("leafspine"))["leaf0"]
