@@ -69,10 +69,11 @@ class ExprGen:
             return {"hit": hit, "miss": f"(not {hit})", "action_run": action}[e.name]
         if isinstance(ref, tuple) and ref[0] == "stack":
             base = self.ex(e.expr, env)
-            if ref[1] == "next":
-                return f"{base}.items[{base}.next_index]"
-            if ref[1] == "last":
-                return f"{base}.items[{base}.next_index - 1]"
+            if ref[1] in ("next", "last"):
+                index = f"{base}.next_index" + (" - 1" if ref[1] == "last" else "")
+                if self.in_parser:  # out of range: the parser stops with StackOutOfBounds
+                    return f"{base}.checked({index}, {self.error_code('StackOutOfBounds')})"
+                return f"{base}.at({index})"
             if ref[1] in ("lastIndex",):
                 return f"(({base}.next_index - 1) & 0xffffffff)"
             if ref[1] == "nextIndex":

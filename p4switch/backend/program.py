@@ -12,7 +12,7 @@ from ..frontend import ast as A
 from ..frontend.check import ProgramInfo
 from ..frontend.diagnostics import Reporter
 from ..frontend.symbols import InstanceSym
-from ..frontend.types import BlockType, ExternType, StructType, bit_width
+from ..frontend.types import Bits, BlockType, ExternType, StructType, bit_width
 from .calls import CallGen
 from .emitter import Emitter
 from .env import Env, Frame, Instance
@@ -56,6 +56,7 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
         self.instances: dict[str, dict] = {}
         self.pre: dict[int, str] = {}  # expressions already computed into a temp
         self.action_depth = 0  # > 0 while generating an action's body
+        self.in_parser = False
 
     # ---- helpers used by the mixins -----------------------------------------------------
     def closure(self, expr: str, hint: str) -> str:
@@ -133,6 +134,9 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
             known["late"] = (sym, "meters")
         elif kind == "register":
             et = sym.type.targs.get("T")
+            if not isinstance(et, Bits):
+                raise Unsupported(loc.pos, f"register of {et} (BMv2 registers hold bit<W> or "
+                                           "int<W>)")
             self.model.add("registers", cp.Register(name, annos, eid, bit_width(et), args[0],
                                                     bool(getattr(et, "signed", False))))
             var = self.closure(f"_registers[{name!r}]", "R")
@@ -169,7 +173,11 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
                 em.line("try:")
                 with em.indent():
                     self.prefixes[id(decl)] = inst.prefix
-                    self.gen_parser_states(decl, env, "return _off")
+                    self.in_parser = True
+                    try:
+                        self.gen_parser_states(decl, env, "return _off")
+                    finally:
+                        self.in_parser = False
                 em.line("except _ParserError:")
                 with em.indent():
                     em.line("ctx.parser_offset = _off")

@@ -35,6 +35,12 @@ class HeaderStack:
             return items[index]
         return type(items[0])()
 
+    def checked(self, index: int, error_code: int):
+        """Element `index` for the parser: out of range is a StackOutOfBounds error."""
+        if 0 <= index < len(self.items):
+            return self.items[index]
+        raise ParserError(error_code)
+
     def _copy(self) -> HeaderStack:
         c = HeaderStack([h._copy() for h in self.items])
         c.next_index = self.next_index
