@@ -18,6 +18,7 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -168,6 +169,7 @@ class FabricNetwork:
                     P4Switch.batchShutdown(switches)
                     self.net.stop()
                     self.net = None
+                    self._wait_interfaces_gone()
                 if self.state is not None:
                     self.state.remove()
                     self.state = None
@@ -175,6 +177,16 @@ class FabricNetwork:
                 if self._signals is not None:
                     self._signals.close()
                     self._signals = None
+
+    def _wait_interfaces_gone(self, timeout: float = 5.0) -> None:
+        """The kernel removes a veth whose peer lived in a deleted namespace a little later;
+        wait for it, so the same fabric can start again straight away."""
+        deadline = time.monotonic() + timeout
+        names = self.interfaces()
+        while any(Path("/sys/class/net", name).exists() for name in names):
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.05)
 
     def __enter__(self) -> FabricNetwork:
         return self.start()
