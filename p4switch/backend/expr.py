@@ -5,7 +5,6 @@ from __future__ import annotations
 from ..frontend import ast as A
 from ..frontend.symbols import ConstSym, VarSym
 from ..frontend.types import (
-    ActionRunType,
     Bits,
     BoolType,
     EnumType,
@@ -215,5 +214,3 @@ class ExprGen:
 def sym_of(e: A.Expr):
     return e.ref if isinstance(e, A.Name) and isinstance(e.ref, VarSym) else None
 
-
-__all__ = ["ActionRunType", "ExprGen", "Unsupported", "literal", "sym_of"]

@@ -8,10 +8,8 @@ from ..frontend.types import (
     BoolType,
     EnumType,
     ErrorType,
-    ListType,
     StackType,
     StructType,
-    TupleType,
     Varbit,
     bit_width,
 )
@@ -355,5 +353,3 @@ class ExternGen:
         (h,) = self._args(c)
         self.em.line(f"{self.ex(h, env)}._emit(_out)")
 
-
-__all__ = ["ExternGen", "ListType", "TupleType", "class_name"]

@@ -266,5 +266,3 @@ def _next_member(e: A.Expr) -> A.Member | None:
         e = e.expr
     return None
 
-
-__all__ = ["ParserGen", "StackType"]

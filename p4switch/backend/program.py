@@ -12,7 +12,7 @@ from ..frontend import ast as A
 from ..frontend.check import ProgramInfo
 from ..frontend.diagnostics import Reporter
 from ..frontend.symbols import InstanceSym
-from ..frontend.types import Bits, BlockType, ExternType, StructType, bit_width
+from ..frontend.types import Bits, ExternType, StructType, bit_width
 from .calls import CallGen
 from .emitter import Emitter
 from .env import Env, Frame, Instance
@@ -21,7 +21,7 @@ from .externs import ExternGen
 from .model import ModelBuilder, explicit_id, local_name
 from .parser import ParserGen
 from .stmt import StmtGen
-from .structs import class_name, gen_struct_classes, zero_value
+from .structs import class_name, gen_struct_classes
 from .tables import TableGen
 
 PRELUDE = """\
@@ -325,5 +325,3 @@ def generate(info: ProgramInfo, program: str, reporter: Reporter):
         out.line("}")
     return out.source(), model
 
-
-__all__ = ["BlockType", "generate", "zero_value"]

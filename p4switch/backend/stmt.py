@@ -246,5 +246,3 @@ def _children(e: A.Expr):
         if isinstance(v, A.Expr):
             yield v
 
-
-__all__ = ["StmtGen", "has_side_effects", "union_member"]

@@ -5,8 +5,6 @@ from __future__ import annotations
 from ..frontend.types import (
     Bits,
     BoolType,
-    EnumType,
-    ErrorType,
     P4Type,
     StackType,
     StructType,
@@ -293,6 +291,3 @@ def _gen_header_io(em: Emitter, t: StructType, names: list[str]) -> None:
             if isinstance(ft, StructType):
                 em.line(f"self.{n} = {zero_value(ft)}")
 
-
-__all__ = ["EnumType", "ErrorType", "class_name", "gen_struct_classes", "is_aggregate",
-           "zero_value"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import cpmodel as cp
 from ..frontend import ast as A
-from ..frontend.symbols import ActionSym, InstanceSym
+from ..frontend.symbols import ActionSym
 from ..frontend.types import BoolType, bit_width
 from .env import Env
 from .expr import Unsupported
@@ -227,5 +227,3 @@ def _field_match(kind: str, ks: A.Expr, w: int) -> cp.FieldMatch | None:
         return cp.FieldMatch("range", low=value, high=value)
     raise Unsupported(ks.pos, f"{kind} key in const entries")
 
-
-__all__ = ["InstanceSym", "TableGen", "TableInfo"]

@@ -23,7 +23,6 @@ from .types import (
     EnumType,
     ErrorType,
     ExternType,
-    IntLit,
     MatchKindType,
     P4Type,
     StackType,
@@ -369,13 +368,3 @@ class Checker(ExprChecker, CallChecker, StmtChecker):
         elif not isinstance(loc, A.Empty):
             self.err(loc.pos, f"unsupported: {type(loc).__name__} here")
 
-
-__all__ = [
-    "V1SWITCH_ROLES",
-    "Checker",
-    "FunctionSym",
-    "IntLit",
-    "ProgramInfo",
-    "StateSym",
-    "TypeVar",
-]

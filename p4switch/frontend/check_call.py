@@ -8,13 +8,11 @@ from .check_expr import BOOL, UNKNOWN, Unknown
 from .symbols import ActionSym, ExternFuncSym, FunctionSym, Scope
 from .types import (
     ApplyResultType,
-    Bits,
     BlockType,
     ExternType,
     IntLit,
     ListType,
     P4Type,
-    StackType,
     StructInitType,
     StructType,
     TupleType,
@@ -200,5 +198,3 @@ def _list_as_tuple(t: P4Type) -> P4Type:
         return StructType("struct", "{anonymous}", list(t.fields))
     return t
 
-
-__all__ = ["Bits", "CallChecker", "StackType", "StructType"]

@@ -19,7 +19,6 @@ from .types import (
     ExternType,
     IntLit,
     ListType,
-    MatchKindType,
     MethodType,
     P4Type,
     StackType,
@@ -330,6 +329,3 @@ def symbol_kind(sym) -> str:
             TableSym: "table", InstanceSym: "instance", ConstSym: "constant",
             VarSym: "variable"}.get(type(sym), "name")
 
-
-__all__ = ["ARITH", "BOOL", "INT", "UNKNOWN", "ExprChecker", "MatchKindType", "Unknown",
-           "symbol_kind"]

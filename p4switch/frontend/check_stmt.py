@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from . import ast as A
-from .check_expr import BOOL, UNKNOWN, Unknown
-from .symbols import ActionSym, ConstSym, InstanceSym, Scope, StateSym, VarSym
+from .check_expr import Unknown
+from .symbols import ActionSym, InstanceSym, Scope, StateSym, VarSym
 from .types import (
     ActionRunType,
     Bits,
@@ -12,10 +12,7 @@ from .types import (
     EnumType,
     ErrorType,
     ExternType,
-    IntLit,
-    MatchKindType,
     P4Type,
-    StructType,
     TableType,
     VoidType,
 )
@@ -321,5 +318,3 @@ class StmtChecker:
             if a.expr.const is None and not isinstance(a.expr.type, Unknown):
                 self.err(a.pos, f"{what} {ref.name}: argument must be a compile-time constant")
 
-
-__all__ = ["BOOL", "UNKNOWN", "ConstSym", "IntLit", "MatchKindType", "StructType", "VarSym"]
