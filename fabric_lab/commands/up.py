@@ -30,6 +30,7 @@ from pathlib import Path
 
 from controller.checks import pingall
 from controller.fabric import FabricController, ProgrammingError
+from controller.lb import LbError, LoadBalancing
 from controller.p4rt import P4RuntimeError
 from controller.pipeline import PipelineError, build_pipeline
 from controller.queues import RuntimeCliError
@@ -89,6 +90,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--target", default="auto", choices=("auto", "p4switch", "bmv2"),
                         help="switch target (default: auto = BMv2 when installed)")
     add_program_args(parser)
+    parser.add_argument("--flowlet-gap-us", type=int, metavar="US",
+                        help="flowlet gap in µs (with --program p4src/flowlet.p4)")
     parser.add_argument("--pcap", type=Path, metavar="DIR", help="per-port pcaps into DIR")
     parser.add_argument("--log-dir", type=Path, metavar="DIR", help="switch logs into DIR")
     what = parser.add_mutually_exclusive_group()
@@ -126,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
             ctl.connect()
         with timer.stage("pipeline + routes"):
             reports = ctl.program()
+        with timer.stage("load-balancing knobs"):
+            LoadBalancing(ctl).configure(args.flowlet_gap_us)
         if args.queue_depth is not None or args.queue_rate is not None:
             with timer.stage("queues"):
                 apply_queue_args(args, spec, target.name)
@@ -133,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {'total':<32}{timer.total:7.2f} s  ({len(spec.switches)} switches, "
               f"{len(spec.host_nics())} NICs, {writes} entities written)", flush=True)
         return _hand_over(args, spec, net, ctl)
-    except PipelineError as err:
+    except (PipelineError, LbError) as err:
         print(f"fabric-lab up: {err}", file=sys.stderr)
         return 2
     except (SwitchStartError, ProgrammingError, P4RuntimeError, RuntimeCliError) as err:
