@@ -17,7 +17,6 @@ class Frame:
     ret: str = "return"
     ret_var: str | None = None
     copyouts: list[str] = field(default_factory=list)
-    used_return: bool = False
 
 
 class Env:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..frontend import ast as A
-from ..frontend.symbols import ConstSym, VarSym
+from ..frontend.symbols import ConstSym
 from ..frontend.types import (
     Bits,
     BoolType,
@@ -209,8 +209,3 @@ class ExprGen:
 
     def _x_BoolLit(self, e, env) -> str:
         return literal(e.value)
-
-
-def sym_of(e: A.Expr):
-    return e.ref if isinstance(e, A.Name) and isinstance(e.ref, VarSym) else None
-

@@ -18,8 +18,6 @@ from .env import Env
 from .expr import Unsupported
 from .structs import class_name
 
-_CLONE_NAMES = {"clone", "clone_preserving_field_list"}
-
 
 def _field_path(e: A.Expr) -> bool:
     """A reference to a header/metadata field (BMv2 field lists refer to those)."""

@@ -124,14 +124,12 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
         elif kind == "direct_counter":
             self.model.add("counters", cp.Counter(name, annos, eid, _COUNTER_UNITS[args[0]], 0,
                                                   self.direct_owner.get(id(sym))))
-            known["late"] = (sym, "counters")
         elif kind == "meter":
             self.model.add("meters", cp.Meter(name, annos, eid, _METER_UNITS[args[1]], args[0]))
             var = self.closure(f"_meters[{name!r}]", "M")
         elif kind == "direct_meter":
             self.model.add("meters", cp.Meter(name, annos, eid, _METER_UNITS[args[0]], 0,
                                               self.direct_owner.get(id(sym))))
-            known["late"] = (sym, "meters")
         elif kind == "register":
             et = sym.type.targs.get("T")
             if not isinstance(et, Bits):
@@ -149,7 +147,6 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
                 prof.selector_algorithm = algo_t.members[args[0]]
                 prof.selector_output_width = args[2]
             self.model.add("action_profiles", prof)
-            known["profile"] = prof
         else:
             raise Unsupported(loc.pos, f"extern {kind}")
         known["var"] = var

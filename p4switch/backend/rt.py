@@ -5,8 +5,6 @@ from __future__ import annotations
 import random as _random
 import sys
 
-from ..runtime.hashing import ALGORITHMS
-
 
 class ParserError(Exception):
     """Raised inside a generated parser; `code` is the P4 error's number."""
@@ -153,10 +151,6 @@ def pack_int(acc: int, nbits: int) -> bytes:
     """`nbits` bits of `acc`, MSB first, zero-padded to whole bytes."""
     pad = -nbits % 8
     return (acc << pad).to_bytes((nbits + pad) >> 3, "big")
-
-
-def run_hash(algo: str, data: bytes) -> int:
-    return ALGORITHMS[algo](data)
 
 
 def rand(lo: int, hi: int) -> int:

@@ -114,7 +114,6 @@ class StmtGen:
 
     def _g_Return(self, s: A.Return, env: Env) -> None:
         frame = env.frame
-        frame.used_return = True
         if s.expr is not None:
             self.hoist(s.expr, env)
             value = self.ex(s.expr, env)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from . import ast as A
 from .check_types import UNKNOWN, ConversionChecker, Unknown
 from .consteval import fold_binary, fold_cast, fold_unary, wrap
-from .symbols import ActionSym, ConstSym, ExternFuncSym, FunctionSym, InstanceSym, Scope, TableSym, VarSym
+from .symbols import ActionSym, ConstSym, ExternFuncSym, FunctionSym, InstanceSym, Scope
 from .types import (
     ActionRunType,
     ApplyResultType,
@@ -32,7 +32,6 @@ from .types import (
 
 BOOL = BoolType()
 INT = IntLit()
-ARITH = {"+", "-", "*", "/", "%", "&", "|", "^", "|+|", "|-|"}
 COMPARE = {"==", "!=", "<", ">", "<=", ">="}
 HEADER_METHODS = {"isValid": BOOL, "setValid": VoidType(), "setInvalid": VoidType()}
 
@@ -323,9 +322,3 @@ class ExprChecker(ConversionChecker):
 
     def _e_Default(self, e, scope) -> P4Type:
         return DontCareType()
-
-def symbol_kind(sym) -> str:
-    return {ActionSym: "action", FunctionSym: "function", ExternFuncSym: "extern function",
-            TableSym: "table", InstanceSym: "instance", ConstSym: "constant",
-            VarSym: "variable"}.get(type(sym), "name")
-
