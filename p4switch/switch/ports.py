@@ -26,6 +26,8 @@ SOL_PACKET = 263
 PACKET_IGNORE_OUTGOING = 23
 PACKET_OUTGOING = 4
 PACKET_AUXDATA = 8
+PACKET_STATISTICS = 6
+_STATS = struct.Struct("=II")  # struct tpacket_stats: tp_packets, tp_drops
 TP_STATUS_VLAN_VALID = 1 << 4
 TP_STATUS_VLAN_TPID_VALID = 1 << 6
 _AUXDATA = struct.Struct("=IIIHHHH")  # struct tpacket_auxdata
@@ -68,6 +70,7 @@ class PortCounters:
     tx_packets: int = 0
     tx_bytes: int = 0
     tx_errors: int = 0
+    rx_dropped: int = 0  # frames the kernel dropped because the socket buffer was full
 
 
 class RawPort:
@@ -129,6 +132,14 @@ class RawPort:
                 for f in frames:
                     self._pcap_in.write(f)
         return frames
+
+    def kernel_drops(self) -> int:
+        """Frames dropped so far by the kernel on this port's socket (buffer full)."""
+        with contextlib.suppress(OSError):
+            _, drops = _STATS.unpack(self.sock.getsockopt(SOL_PACKET, PACKET_STATISTICS,
+                                                          _STATS.size))
+            self.counters.rx_dropped += drops  # the kernel resets them on every read
+        return self.counters.rx_dropped
 
     def send(self, frame: bytes) -> bool:
         """Transmit one frame; False (and a tx error counted) if the kernel refuses it."""

@@ -97,7 +97,8 @@ class Switch:
             self.dataplane.trace = log.getChild("dataplane").debug
         if opts.pfc:
             self.dataplane.pfc = PfcReceiver(tm.pause, opts.priority_queues, self._link_bps)
-        commands = SwitchCommands(tm, dict(opts.interfaces), self.port_up, device.now_us)
+        commands = SwitchCommands(tm, dict(opts.interfaces), self.port_up, device.now_us,
+                                  self._port_counters)
         try:
             self.cli_server = RuntimeCommandServer(device, commands, opts.thrift_port)
         except OSError as exc:
@@ -116,6 +117,11 @@ class Switch:
         gc.freeze()  # start-up objects are permanent: out of the cyclic collector's way
         log.info("P4Runtime server listening on %s (device id %d), runtime CLI on port %d",
                  opts.grpc_addr, opts.device_id, self.cli_server.port)
+
+    def _port_counters(self, port: int) -> dict[str, int]:
+        p = self.ports[port]
+        p.kernel_drops()
+        return dict(vars(p.counters))
 
     def _link_bps(self, port: int) -> float:
         if self.opts.pfc_link_mbps is not None:

@@ -8,7 +8,8 @@ Table, counter, meter, register, multicast and mirroring commands run through th
 state's interpreter (`p4switch.runtime.cli_commands.RuntimeCli`); queue and port commands run
 against the traffic manager and ports (`SwitchCommands`). p4switch-only commands:
 `queue_pause <port> <priority> <ms>`, `queue_resume <port> <priority>`,
-`queue_stats <port> [<priority>]`, `port_status [<port>]`.
+`queue_stats <port> [<priority>]`, `port_status [<port>]`, `port_stats [<port> ...]` (frames
+and bytes received/sent, send errors, frames the kernel dropped for a full socket buffer).
 """
 
 from __future__ import annotations
@@ -43,8 +44,10 @@ class SwitchCommands:
     """Queue and port commands; also the `tm_hooks` given to the runtime interpreter."""
 
     def __init__(self, tm: TrafficManager, interfaces: dict[int, str],
-                 port_up: Callable[[int], bool], elapsed_us: Callable[[], int]):
+                 port_up: Callable[[int], bool], elapsed_us: Callable[[], int],
+                 port_counters: Callable[[int], dict[str, int]] | None = None):
         self.tm = tm
+        self.port_counters = port_counters
         self.elapsed_us = elapsed_us
         self.interfaces = interfaces
         self.port_up = port_up
@@ -73,7 +76,7 @@ class SwitchCommands:
 
     # commands ----------------------------------------------------------------------------
     NAMES = ("set_queue_depth", "set_queue_rate", "show_ports", "port_status",
-             "queue_pause", "queue_resume", "queue_stats")
+             "queue_pause", "queue_resume", "queue_stats", "port_stats")
     # handled here only while no program is loaded (else by the runtime interpreter)
     INTERPRETER_FIRST = ("set_queue_depth", "set_queue_rate")
 
@@ -108,6 +111,15 @@ class SwitchCommands:
             return "\n".join(lines)
         if cmd in ("queue_pause", "queue_resume", "queue_stats"):
             return self._queue_command(cmd, args)
+        if cmd == "port_stats":
+            ports = [_int(a, "port") for a in args] or sorted(self.interfaces)
+            lines = []
+            for port in ports:
+                if port not in self.interfaces or self.port_counters is None:
+                    raise CommandError(f"no port {port}")
+                counts = " ".join(f"{k} {v}" for k, v in self.port_counters(port).items())
+                lines.append(f"port {port} ({self.interfaces[port]}): {counts}")
+            return "\n".join(lines)
         raise CommandError(f"unknown command {cmd!r}")
 
     def _queue_command(self, cmd: str, args: list[str]) -> str:

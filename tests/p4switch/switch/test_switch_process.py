@@ -185,6 +185,8 @@ def test_pcap_records_each_ports_input(net, tmp_path):
         deadline = time.monotonic() + 2
         while pcap_in.stat().st_size < 24 + 3 * (16 + 60) and time.monotonic() < deadline:
             time.sleep(0.01)
+        stats = cli(sw.thrift_port, "port_stats", "1").stdout
+        assert "rx_packets 3 rx_bytes 180 tx_packets 0" in stats and "rx_dropped 0" in stats
         sw.stop()
     records = read_pcap(pcap_in)
     assert [r for r in records if r in frames] == frames
