@@ -28,11 +28,12 @@ import statistics
 
 from experiments.ballsbins import expected_imbalance
 from experiments.framework import Experiment, ExperimentError, RunContext
-from experiments.lb_lab import FlowOutcome, FlowSpec, LbLab, LinkLoads, prefixed
+from experiments.lb_lab import FlowOutcome, FlowSpec, LbLab, LinkLoads
 from experiments.lb_plots import plot
 from experiments.lb_switch import flow_index
 from topos import FabricSpec, build_fabric
 from topos.analysis import shortest_paths
+from topos.relocate import prefixed
 
 RUN_FIELDS = ["fabric", "mode", "gap_us", "label", "flows", "seed", "uplinks", "imbalance",
               "expected_ecmp", "uplinks_used", "jct_s", "ideal_s", "slowdown", "tput_mean_bps",

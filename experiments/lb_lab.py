@@ -24,7 +24,7 @@ from typing import Any
 from controller.fabric import FabricController
 from controller.lb import LoadBalancing, program_path
 from controller.pipeline import build_pipeline
-from topos import FabricSpec, validate
+from topos import FabricSpec
 from traffic.agent import Agent
 from traffic.hosts import MininetHost
 
@@ -87,25 +87,6 @@ class LinkLoads:
             out.packets[key] = self.packets[key] - other.packets.get(key, 0)
             out.bytes[key] = self.bytes[key] - other.bytes.get(key, 0)
         return out
-
-
-def prefixed(spec: FabricSpec, prefix: str, grpc_base: int, thrift_base: int) -> FabricSpec:
-    """A copy of `spec` with every node and interface name prefixed and management ports moved,
-    so it can run beside other fabrics (tests)."""
-    out = FabricSpec.from_dict(spec.to_dict())
-    for index, sw in enumerate(out.switches):
-        sw.name = prefix + sw.name
-        sw.grpc_port = grpc_base + index
-        sw.thrift_port = thrift_base + index
-    for host in out.hosts:
-        host.name = prefix + host.name
-        for nic in host.nics:
-            nic.name = prefix + nic.name
-    for link in out.links:
-        for end in (link.a, link.b):
-            end.node = prefix + end.node
-            end.intf = prefix + end.intf
-    return validate(out)
 
 
 class LbLab:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from controller.pipeline import Pipeline, PipelineError, build_pipeline
-from topos import FabricSpec, build_fabric, validate
+from topos import FabricSpec, build_fabric, relocate
 
 # The program under test; FABRIC_LAB_TEST_P4 runs the suite against another variant of it.
 PROGRAM = Path(os.environ.get("FABRIC_LAB_TEST_P4",
@@ -21,22 +21,7 @@ THRIFT_BASE = 29090
 
 def prefixed(spec: FabricSpec, prefix: str = PREFIX) -> FabricSpec:
     """A copy of `spec` with `prefix` on node, host and interface names and moved mgmt ports."""
-    spec = FabricSpec.from_dict(spec.to_dict())
-    for index, sw in enumerate(spec.switches):
-        sw.name = prefix + sw.name
-        sw.grpc_port = GRPC_BASE + index
-        sw.thrift_port = THRIFT_BASE + index
-    for host in spec.hosts:
-        host.name = prefix + host.name
-        for nic in host.nics:
-            nic.name = prefix + nic.name
-    for link in spec.links:
-        for end in (link.a, link.b):
-            end.node = prefix + end.node
-            end.intf = prefix + end.intf
-            if len(end.intf) > 15:  # fat-tree names: "ctedge-p0n0-eth1" -> "ctedge-p0n0-e1"
-                end.intf = end.intf.replace("-eth", "-e")
-    return validate(spec)
+    return relocate.prefixed(spec, prefix, GRPC_BASE, THRIFT_BASE)
 
 
 def ct_fabric(name: str, **scale) -> FabricSpec:

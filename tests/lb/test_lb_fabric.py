@@ -17,9 +17,10 @@ import pytest
 from controller.lb import LbError, program_path
 from controller.pipeline import build_pipeline
 from controller.routes import default_hash_seed
-from experiments.lb_lab import FlowSpec, LbLab, LinkLoads, prefixed
+from experiments.lb_lab import FlowSpec, LbLab, LinkLoads
 from experiments.lb_switch import LbSwitch, colliding_sports, roce_frame
 from topos import build_fabric
+from topos.relocate import prefixed
 
 pytestmark = [pytest.mark.mininet, pytest.mark.slow, pytest.mark.root]
 
