@@ -17,6 +17,7 @@ class Frame:
     ret: str = "return"
     ret_var: str | None = None
     copyouts: list[str] = field(default_factory=list)
+    loops: list = field(default_factory=list)  # enclosing for loops' update statements
 
 
 class Env:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..frontend import ast as A
 from ..frontend.types import ActionRunType, StructType
 from .env import Env
+from .expr import Unsupported
 from .structs import is_aggregate, zero_value
 
 
@@ -106,6 +107,32 @@ class StmtGen:
             with self.em.indent():
                 self.stmt(s.other, Env(env))
 
+    def _g_For(self, s: A.For, env: Env) -> None:
+        inner = Env(env)
+        for init in s.init:
+            self.stmt(init, inner)
+        self.em.line("while True:")
+        with self.em.indent():
+            if s.cond is not None:
+                self.hoist(s.cond, inner)
+                self.em.line(f"if not {self.ex(s.cond, inner)}:")
+                with self.em.indent():
+                    self.em.line("break")
+            env.frame.loops.append((s.update, inner))
+            try:
+                self.stmt(s.body, Env(inner))
+            finally:
+                env.frame.loops.pop()
+            self.block(s.update, inner)
+
+    def _g_Break(self, s: A.Break, env: Env) -> None:
+        self.em.line("break")
+
+    def _g_Continue(self, s: A.Continue, env: Env) -> None:
+        update, inner = env.frame.loops[-1]
+        self.block(update, inner)  # a P4 continue still runs the loop's update
+        self.em.line("continue")
+
     def _g_Exit(self, s: A.Exit, env: Env) -> None:
         for frame in env.frames():
             for line in frame.copyouts:
@@ -114,6 +141,8 @@ class StmtGen:
 
     def _g_Return(self, s: A.Return, env: Env) -> None:
         frame = env.frame
+        if frame.loops and frame.ret == "break":
+            raise Unsupported(s.pos, "return inside a for loop of an inlined action or control")
         if s.expr is not None:
             self.hoist(s.expr, env)
             value = self.ex(s.expr, env)

@@ -239,6 +239,26 @@ class Exit(Stmt):
 
 
 @dataclass(eq=False)
+class For(Stmt):
+    """`for (init; cond; update) body` (P4 1.2.4)."""
+
+    init: list[Stmt]
+    cond: Expr | None
+    update: list[Stmt]
+    body: Stmt
+
+
+@dataclass(eq=False)
+class Break(Stmt):
+    pass
+
+
+@dataclass(eq=False)
+class Continue(Stmt):
+    pass
+
+
+@dataclass(eq=False)
 class Return(Stmt):
     expr: Expr | None
 

@@ -49,6 +49,33 @@ class CodeBuilder(Transformer):
         other = next((x for x in items[2:] if x is not None), None)
         return A.If(self._pos(meta), items[0], items[1], other)
 
+    def for_stmt(self, meta, ch):
+        _, init, cond, update, body = ch
+        return A.For(self._pos(meta), init, cond, update, body)
+
+    def for_inits(self, meta, ch):
+        return [c for c in ch if c is not None]
+
+    for_updates = for_inits
+
+    def for_var(self, meta, ch):
+        annos, tref, name, init = ch
+        return A.VarDecl(self._pos(meta), tref, name, init, annos or [])
+
+    def for_assign(self, meta, ch):
+        lhs, op, rhs = ch
+        return A.Assign(self._pos(meta), lhs, rhs, str(op))
+
+    def for_call(self, meta, ch):
+        pos = self._pos(meta)
+        return A.CallStmt(pos, A.Call(pos, ch[0], ch[-1]))
+
+    def break_stmt(self, meta, ch):
+        return A.Break(self._pos(meta))
+
+    def continue_stmt(self, meta, ch):
+        return A.Continue(self._pos(meta))
+
     def exit_stmt(self, meta, ch):
         return A.Exit(self._pos(meta))
 

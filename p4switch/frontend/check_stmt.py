@@ -73,6 +73,30 @@ class StmtChecker:
         if s.call.kind == "table_apply" and where in ("action", "function"):
             self.err(s.pos, f"tables cannot be applied inside an {where}")
 
+    def _s_For(self, s: A.For, scope: Scope) -> None:
+        inner = Scope(scope)
+        for init in s.init:
+            self.stmt(init, inner)
+        if s.cond is not None:
+            t = self.expr(s.cond, inner)
+            if not isinstance(t, (BoolType, Unknown)):
+                self.err(s.cond.pos, f"for condition must be bool, not {t}")
+        for upd in s.update:
+            self.stmt(upd, inner)
+        self._loops = getattr(self, "_loops", 0) + 1
+        try:
+            self.stmt(s.body, Scope(inner))
+        finally:
+            self._loops -= 1
+
+    def _s_Break(self, s: A.Break, scope: Scope) -> None:
+        if not getattr(self, "_loops", 0):
+            self.err(s.pos, "break outside a loop")
+
+    def _s_Continue(self, s: A.Continue, scope: Scope) -> None:
+        if not getattr(self, "_loops", 0):
+            self.err(s.pos, "continue outside a loop")
+
     def _s_If(self, s: A.If, scope: Scope) -> None:
         t = self.expr(s.cond, scope)
         if not isinstance(t, (BoolType, Unknown)):

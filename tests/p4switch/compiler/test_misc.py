@@ -52,6 +52,12 @@ def test_optional_match_and_ids(switch):
         (ING + "secret", "TABLE_AND_DEFAULT"), ("NoAction", "TABLE_ONLY")]
 
 
+def test_for_loop_with_break_and_continue(switch):
+    sw = switch("misc.p4")
+    for key in (0, 1, 6, 15, 40):
+        assert out(sw, op(6, key))[0] == sum(i for i in range(min(key, 15)) if i % 2)
+
+
 def test_update_checksum_with_payload(switch):
     sw = switch("misc.p4")
     payload = b"\x12\x34\x56"

@@ -60,6 +60,19 @@ control MiscIngress(inout headers_t hdr, inout meta_t meta, inout standard_metad
             }
         } else if (hdr.op.op == 4) {
             opt.apply();
+        } else if (hdr.op.op == 6) {
+            /* sum of the odd numbers below key, stopping at 15 */
+            bit<16> sum = 0;
+            for (bit<8> i = 0; i < hdr.op.key; i = i + 1) {
+                if (i == 15) {
+                    break;
+                }
+                if (i[0:0] == 0) {
+                    continue;
+                }
+                sum = sum + (bit<16>) i;
+            }
+            hdr.op.out16 = sum;
         }
     }
 }
