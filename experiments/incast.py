@@ -5,9 +5,11 @@
 
 A two-leaf, one-spine fabric on Mininet + p4switch (`incast_lab`): the senders share the first
 leaf, the receiver sits on the second, and the switch queue towards the receiver (host_pps) is
-the bottleneck; the fabric links are faster (fabric_pps). A victim flow shares the leaf uplink and
-the spine downlink with the incast but not the congested port, so PFC's head-of-line blocking
-shows as its slowdown. Output:
+the bottleneck; the fabric links are faster (fabric_pps). p4switch by default (`auto`): its
+traffic manager pauses queues. `--target bmv2` emulates pause with BMv2's queue rates through the
+pause agents (controller/pfc_agent.py; the tail-drop and paused-time columns stay empty there).
+A victim flow shares the leaf uplink and the spine downlink with the incast but not the
+congested port, so PFC's head-of-line blocking shows as its slowdown. Output:
 - `summary.csv`: per setting drops (congested port, rest of the fabric), receiver losses, complete
   messages, completion time, goodput, peak queues, ECN marks, CNPs, host pause frames and paused
   time, spine paused time, victim throughput before/during the incast;
@@ -34,9 +36,7 @@ SERIES_FIELDS = ["setting", *COLUMNS]
 
 def run(ctx: RunContext) -> None:
     params = ctx.params
-    if ctx.target not in ("auto", "p4switch"):
-        raise ExperimentError("incast runs on p4switch: BMv2 cannot pause a queue (see "
-                              "controller/pfc_agent.py for its pause-agent emulation)")
+    target = "p4switch" if ctx.target == "auto" else ctx.target
     unknown = [s for s in params["settings"] if s not in SETTINGS]
     if unknown:
         raise ExperimentError(f"unknown setting(s) {', '.join(unknown)}; "
@@ -50,7 +50,7 @@ def run(ctx: RunContext) -> None:
     summaries, series = [], []
     with CongestionLab(spec, host_pps=params["host_pps"], fabric_pps=params["fabric_pps"],
                        depth=params["depth"], link_mbps=params["link_mbps"],
-                       log_dir=ctx.out.path / "logs") as lab:
+                       log_dir=ctx.out.path / "logs", target=target) as lab:
         ctx.progress(f"incast: fabric up ({len(spec.switches)} switches), "
                      f"{len(roles.senders)} senders -> {roles.receiver}")
         nics = [*roles.senders, roles.receiver, roles.victim_src, roles.victim_dst]

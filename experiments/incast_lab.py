@@ -9,8 +9,8 @@
 Links carry no tc shaping (rate, delay and queue None in the model): each switch port's queue
 gets `set_queue_rate` (host-facing ports `host_pps`, switch-to-switch ports `fabric_pps`) and
 `set_queue_depth`. Switches run with 8 priority queues (RoCE data on 3, CNPs/ACKs on 6, PFC
-frames on 0) and `--pfc-link-mbps`, the rate PFC quanta refer to, which the senders and the
-P4 program's pause estimate share.
+frames on 0) and, on p4switch, `--pfc-link-mbps`, the rate PFC quanta refer to, which the
+senders and the P4 program's pause estimate share.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from pathlib import Path
 
 from controller.congestion import ROCE_CLASSES, CongestionConfig, apply_congestion
 from controller.fabric import FabricController
-from controller.pfc_agent import RuntimeChannel
+from controller.pfc_agent import PauseAgents, RuntimeChannel
 from controller.pipeline import build_pipeline
 from topos import FabricSpec, build_fabric, validate
-from topos.mininet.targets import Target
+from topos.mininet.targets import BMV2, Target
 from traffic.agent import Agent
 from traffic.hosts import MininetHost
 
@@ -99,14 +99,37 @@ def p4switch_target(link_mbps: float, priority_queues: int = 8) -> Target:
                                "--pfc-link-mbps", f"{link_mbps:g}"))
 
 
+@dataclasses.dataclass(frozen=True)
+class _Bmv2WithQueues(Target):
+    """BMv2 with priority queues, a target option that goes after `--`."""
+
+    priority_queues: int = 8
+
+    def argv(self, *args, **kwargs) -> list[str]:
+        return [*super().argv(*args, **kwargs), "--priority-queues", str(self.priority_queues)]
+
+
+def bmv2_target(priority_queues: int = 8) -> Target:
+    return _Bmv2WithQueues(BMV2.name, BMV2.command, BMV2.requires,
+                           BMV2.cpu_port_after_separator, priority_queues)
+
+
 class CongestionLab:
-    """Mininet fabric + p4switch + routes + queue rates; congestion knobs and host agents."""
+    """Mininet fabric + switches + routes + queue rates; congestion knobs and host agents.
+
+    On p4switch the traffic manager honours PFC frames. On BMv2 (`target="bmv2"`, not
+    exercised on machines without BMv2) the frames are punted to the controller and
+    `PauseAgents` emulate the pause with queue rates (see controller/pfc_agent.py)."""
 
     def __init__(self, spec: FabricSpec, *, host_pps: int, fabric_pps: int, depth: int = 64,
                  link_mbps: float = 10.0, log_dir: Path | None = None,
-                 program: Path = PROGRAM) -> None:
+                 program: Path = PROGRAM, target: str = "p4switch") -> None:
+        if target not in ("p4switch", "bmv2"):
+            raise ValueError(f"target must be p4switch or bmv2, got {target!r}")
         self.spec, self.host_pps, self.fabric_pps, self.depth = spec, host_pps, fabric_pps, depth
         self.link_mbps = link_mbps
+        self.target = target
+        self.pause_agents: PauseAgents | None = None
         self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="fabric-lab-congestion-"))
         self.program = program
         self.net = None
@@ -117,15 +140,15 @@ class CongestionLab:
     def start(self) -> CongestionLab:
         from topos.mininet import FabricNetwork
 
-        pipeline = build_pipeline(self.program, "p4switch")
-        self.net = FabricNetwork(self.spec, p4switch_target(self.link_mbps),
-                                 log_dir=self.log_dir)
+        pipeline = build_pipeline(self.program, self.target)
+        target = p4switch_target(self.link_mbps) if self.target == "p4switch" else bmv2_target()
+        self.net = FabricNetwork(self.spec, target, log_dir=self.log_dir)
         try:
             self.net.start()
             self.ctl = FabricController(self.spec, pipeline)
             self.ctl.connect()
             self.ctl.program()
-            self.channels = {sw.name: RuntimeChannel("p4switch", sw.thrift_port)
+            self.channels = {sw.name: RuntimeChannel(self.target, sw.thrift_port)
                              for sw in self.spec.switches}
             self.set_queues()
         except BaseException:
@@ -140,16 +163,23 @@ class CongestionLab:
 
     def set_queues(self) -> None:
         for sw in self.spec.switches:
+            lines = []
             for port in sorted(self.spec.ports(sw.name)):
-                ch = self.channels[sw.name]
-                ch.command(f"set_queue_depth {self.depth} {port}")
-                ch.command(f"set_queue_rate {self.port_rate(sw.name, port)} {port}")
+                lines += [f"set_queue_depth {self.depth} {port}",
+                          f"set_queue_rate {self.port_rate(sw.name, port)} {port}"]
+            self.channels[sw.name].batch(lines)
 
     def configure(self, config: CongestionConfig) -> dict[str, int]:
         """Apply `config`; without a DSCP map of its own it gets ROCE_CLASSES (these switches
-        run 8 priority queues)."""
+        run 8 priority queues). On BMv2, PFC frames go to the pause agents."""
         if not config.dscp_priority:
             config = dataclasses.replace(config, dscp_priority=ROCE_CLASSES)
+        if self.target == "bmv2":
+            config = dataclasses.replace(config, punt_pfc=True)
+            if self.pause_agents is None:
+                self.pause_agents = PauseAgents(
+                    self.ctl, self.channels, self.link_mbps * 1e6,
+                    lambda switch, port, _prio: self.port_rate(switch, port)).start()
         return apply_congestion(self.ctl, config)
 
     def agent(self, nic: str) -> Agent:
@@ -165,6 +195,9 @@ class CongestionLab:
         return next(n.ip for n in self.spec.host_nics() if n.name == nic)
 
     def stop(self) -> None:
+        if self.pause_agents is not None:
+            self.pause_agents.stop()
+            self.pause_agents = None
         for agent in self._agents:
             agent.close()
         self._agents.clear()

@@ -63,8 +63,11 @@ def run_trial(lab: CongestionLab, roles: IncastRoles, setting: str, params: dict
     qpns = {nic: 0x100 + i for i, nic in enumerate(roles.senders)}
     victim_qpn = 0x200
 
-    sampler = TelemetrySampler(lab.channels, roles.watched(),
-                               interval_s=params["sample_ms"] / 1000).start()
+    interval_s = params["sample_ms"] / 1000
+    if lab.target != "p4switch":
+        interval_s = max(interval_s, 0.5)  # one simple_switch_CLI run per switch and sample
+    sampler = TelemetrySampler(lab.channels, roles.watched(), target=lab.target,
+                               interval_s=interval_s).start()
     rx, vrx = agents[roles.receiver], agents[roles.victim_dst]
     rx.start_recv(ReceiverConfig(
         iface=lab.iface(roles.receiver), idle_timeout_s=params["idle_s"],
@@ -100,9 +103,20 @@ def run_trial(lab: CongestionLab, roles: IncastRoles, setting: str, params: dict
     return TrialResult(summary, rows)
 
 
-def _delta(rows: list[dict], key: str, queue: tuple[str, int]) -> int:
-    values = [r[key] for r in rows if (r["switch"], r["port"]) == queue]
-    return values[-1] - values[0] if values else 0
+def _delta(rows: list[dict], key: str, queue: tuple[str, int]) -> int | float | None:
+    """Growth of a cumulative column over the trial; None where the target lacks it (the
+    traffic manager's columns on BMv2)."""
+    values = [r[key] for r in rows if (r["switch"], r["port"]) == queue and key in r]
+    return values[-1] - values[0] if values else None
+
+
+def _sum(values) -> int | None:
+    values = list(values)
+    return None if None in values else sum(values)
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
 
 
 def _peak(rows: list[dict], queue: tuple[str, int]) -> int:
@@ -129,8 +143,8 @@ def _summary(setting: str, roles: IncastRoles, rows: list[dict], received: dict,
     return {
         "setting": setting,
         "drops_congested": _delta(rows, "dropped", roles.congested),
-        "drops_fabric": sum(_delta(rows, "dropped", q) for q in
-                            (roles.spine_down, roles.leaf_up, roles.victim_port)),
+        "drops_fabric": _sum(_delta(rows, "dropped", q) for q in
+                             (roles.spine_down, roles.leaf_up, roles.victim_port)),
         "lost": sum(q["lost"] for q in qps),
         "messages_complete": sum(q["messages_complete"] for q in qps),
         "senders": len(roles.senders),
@@ -144,7 +158,7 @@ def _summary(setting: str, roles: IncastRoles, rows: list[dict], received: dict,
         "rate_cuts": sum(q["rate_cuts"] for s in sent for q in s["qps"]),
         "host_pause_frames": sum(s["pause_frames"] for s in sent) + victim_sent["pause_frames"],
         "host_paused_s": round(max([s["paused_s"] for s in sent] + [victim_sent["paused_s"]]), 3),
-        "spine_paused_s": round(_delta(rows, "paused_s", roles.spine_down), 3),
+        "spine_paused_s": _round(_delta(rows, "paused_s", roles.spine_down)),
         "victim_mbps_before": round(before, 3),
         "victim_mbps_during": round(in_incast, 3),
         "victim_slowdown": round(before / in_incast, 2) if in_incast > 0 else None,
