@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import cpmodel as cp
 from ..frontend import ast as A
 from ..frontend.symbols import ActionSym
-from ..frontend.types import BoolType, bit_width
+from ..frontend.types import BoolType, ErrorType, bit_width
 from .env import Env
 from .expr import Unsupported
 from .model import annotations_of, explicit_id, key_name, local_name
@@ -35,7 +35,7 @@ class TableGen:
             t = k.expr.type
             mf = cp.MatchField(key_name(k), annotations_of(k.annotations),
                                explicit_id(k.annotations),
-                               1 if isinstance(t, BoolType) else bit_width(t), k.match_kind)
+                               key_width(t), k.match_kind)
             (m.selector_fields if k.match_kind == "selector" else m.match_fields).append(mf)
         refs = list(decl.actions)
         default = decl.props.get("default_action")
@@ -97,7 +97,7 @@ class TableGen:
         keys = [k for k in decl.keys or [] if k.match_kind != "selector"]
         fms: list[cp.FieldMatch | None] = []
         for k, ks in zip(keys, e.keyset, strict=False):
-            w = 1 if isinstance(k.expr.type, BoolType) else bit_width(k.expr.type)
+            w = key_width(k.expr.type)
             fms.append(_field_match(k.match_kind, ks, w))
         ref = next(r for r in decl.all_actions if r.name == e.action)
         call = cp.ActionCall(self.action_name(ref.sym), tuple(_const_int(a.expr) for a in e.args))
@@ -198,6 +198,15 @@ def _const_int(e: A.Expr | None) -> int:
     if e is None or e.const is None:
         raise Unsupported(e.pos if e else None, "non-constant action argument")
     return int(e.const) & ((1 << 64) - 1) if isinstance(e.const, bool) else int(e.const)
+
+
+def key_width(t) -> int:
+    """Bits of a key field: bool 1, error 32 (BMv2's error codes), else the type's width."""
+    if isinstance(t, BoolType):
+        return 1
+    if isinstance(t, ErrorType):
+        return 32
+    return bit_width(t)
 
 
 def _field_match(kind: str, ks: A.Expr, w: int) -> cp.FieldMatch | None:

@@ -227,8 +227,6 @@ class StmtChecker:
                 self.err(k.expr.pos, f"cannot match on a value of type {kt}")
             elif isinstance(kt, EnumType) and kt.width is None:
                 self.err(k.expr.pos, "unsupported: matching on a non-serializable enum")
-            elif isinstance(kt, ErrorType):
-                self.err(k.expr.pos, "unsupported: matching on an error value")
         for ref in t.actions:
             sym = scope.lookup(ref.name)
             if not isinstance(sym, ActionSym):
