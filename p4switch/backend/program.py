@@ -91,6 +91,12 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
         for loc in decl.locals:
             if isinstance(loc, A.VarDecl):
                 self.stmt(loc, env)
+            elif isinstance(loc, A.Instantiation):
+                # p4c lists action profiles in P4Info even when no table uses them
+                sym = decl.scope.names.get(loc.name)
+                if isinstance(sym, InstanceSym) and isinstance(sym.type, ExternType) and \
+                        sym.type.decl.name in ("action_profile", "action_selector"):
+                    self.extern_instance(sym, inst.prefix)
 
     def global_instance(self, sym: InstanceSym) -> str | None:
         """An extern instantiated at the top level (shared by all controls), named as is."""
