@@ -24,8 +24,9 @@ from controller.congestion import ROCE_CLASSES, CongestionConfig, apply_congesti
 from controller.fabric import FabricController
 from controller.pfc_agent import PauseAgents, RuntimeChannel
 from controller.pipeline import build_pipeline
-from topos import FabricSpec, build_fabric, validate
+from topos import FabricSpec, build_fabric
 from topos.mininet.targets import BMV2, Target
+from topos.relocate import prefixed
 from traffic.agent import Agent
 from traffic.hosts import MininetHost
 
@@ -48,25 +49,6 @@ class IncastRoles:
         """The data queues worth sampling, (switch, port, priority)."""
         return [(*end, DATA_PRIORITY) for end in
                 (self.congested, self.victim_port, self.spine_down, self.leaf_up)]
-
-
-def prefixed(spec: FabricSpec, prefix: str, grpc_base: int, thrift_base: int) -> FabricSpec:
-    """`spec` with `prefix` on every node and interface name and management ports moved, so a
-    run never meets another network on this machine."""
-    spec = FabricSpec.from_dict(spec.to_dict())
-    for index, sw in enumerate(spec.switches):
-        sw.name = prefix + sw.name
-        sw.grpc_port = grpc_base + index
-        sw.thrift_port = thrift_base + index
-    for host in spec.hosts:
-        host.name = prefix + host.name
-        for nic in host.nics:
-            nic.name = prefix + nic.name
-    for link in spec.links:
-        for end in (link.a, link.b):
-            end.node = prefix + end.node
-            end.intf = prefix + end.intf
-    return validate(spec)
 
 
 def incast_fabric(senders: int = 3, *, prefix: str = "ic", grpc_base: int = 48559,
