@@ -4,7 +4,8 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.setup-stamp
 PYTEST  ?= $(BIN)/pytest
 
-.PHONY: setup demo test test-fast lint bench bench-engine bench-runtime bench-switch bench-traffic bench-fabric clean
+.PHONY: setup demo test test-fast lint bench bench-engine bench-runtime bench-switch bench-traffic \
+        bench-fabric bench-lb bench-congestion bench-failover clean
 
 setup: $(STAMP)
 
@@ -24,7 +25,9 @@ test-fast: setup
 lint: setup
 	$(BIN)/ruff check .
 
-bench: bench-engine bench-runtime bench-switch bench-traffic bench-fabric
+# Benchmarks print figures; they are never part of the tests. Those marked (root) start networks.
+bench: bench-engine bench-runtime bench-switch bench-traffic bench-fabric bench-lb bench-congestion \
+       bench-failover
 
 bench-engine: setup
 	$(BIN)/python bench/engine_pps.py
@@ -40,8 +43,19 @@ bench-traffic: setup
 	$(BIN)/python bench/traffic_receiver_pps.py
 	$(BIN)/python bench/traffic_baseline_reorder.py
 
-bench-fabric: setup
+bench-fabric: setup  # (root)
 	$(BIN)/python bench/topos_bringup.py
+	$(BIN)/python bench/fabric_bringup.py
+
+bench-lb: setup
+	$(BIN)/python bench/lb_engine_pps.py
+
+bench-congestion: setup  # (root for the telemetry part)
+	$(BIN)/python bench/congestion_pipeline.py
+	$(BIN)/python bench/congestion_telemetry.py
+
+bench-failover: setup  # (root)
+	$(BIN)/python bench/failover_loss_window.py --trials 5
 
 clean: setup
 	$(BIN)/fabric-lab clean
