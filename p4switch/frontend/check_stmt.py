@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..cpmodel import Annotation
 from . import ast as A
 from .check_expr import Unknown
 from .symbols import ActionSym, InstanceSym, Scope, StateSym, VarSym
@@ -245,7 +246,7 @@ class StmtChecker:
             elif name in ("implementation", "counters", "meters"):
                 v = prop.value
                 if isinstance(v, A.Construct):
-                    self.err(v.pos, f"unsupported: instantiating the {name} in the table")
+                    self._inline_instance(prop, scope)
                     continue
                 self.expr(v, scope)
                 if not isinstance(v.ref, InstanceSym) and not isinstance(v.type, Unknown):
@@ -296,6 +297,23 @@ class StmtChecker:
             if p.direction:
                 self.err(ref.pos, f"action {ref.name}: parameter '{p.name}' needs an argument")
         return bound
+
+    def _inline_instance(self, prop: A.TableProp, scope: Scope) -> None:
+        """`@name("ap") implementation = action_profile(128);`: p4c makes it an instance named
+        exactly as the annotation says (not prefixed by the control)."""
+        v = prop.value
+        given = A.annotation_string(prop.annotations, "name")
+        if given is None:
+            self.err(v.pos, f"unsupported: {prop.name} instantiated in the table without @name")
+            return
+        t = self.expr(v, scope)
+        if not isinstance(t, ExternType):
+            return
+        name = given.lstrip(".")
+        annos = [Annotation("name", f'".{name}"')] + [
+            a for a in prop.annotations if a.name != "name"]
+        inst = A.Instantiation(v.pos, name, annos, v.tref, v.args)
+        v.ref = InstanceSym(name, t, inst, [a.expr for a in v.args if a.expr is not None])
 
     def _default_action(self, t: A.TableDecl, prop: A.TableProp, names: dict,
                         scope: Scope) -> None:

@@ -58,6 +58,20 @@ def test_for_loop_with_break_and_continue(switch):
         assert out(sw, op(6, key))[0] == sum(i for i in range(min(key, 15)) if i % 2)
 
 
+def test_selector_instantiated_in_the_table(switch):
+    sw = switch("misc.p4")
+    (prof,) = sw.program.model.action_profiles
+    assert (prof.name, prof.with_selector, prof.size, prof.selector_output_width,
+            prof.table_names) == ("inline_sel", True, 16, 8, [ING + "inline_impl"])
+    sel = sw.state.action_profiles["inline_sel"]
+    sel.insert_member(1, ActionCall(ING + "secret"))
+    sel.insert_group(1, [(1, 1, None)], 4)
+    from p4switch.runtime import GroupRef
+    sw.table(ING + "inline_impl").insert(
+        Entry(keys=(FieldMatch("exact", value=3),), action=GroupRef(1)))
+    assert out(sw, op(7, 3))[1] == 0xAA
+
+
 def test_update_checksum_with_payload(switch):
     sw = switch("misc.p4")
     payload = b"\x12\x34\x56"

@@ -41,8 +41,16 @@ control MiscIngress(inout headers_t hdr, inout meta_t meta, inout standard_metad
         key = { hdr.op.key: optional; }
         actions = { secret; @tableonly NoAction; }
     }
+    table inline_impl {
+        key = { hdr.op.key: exact; hdr.op.pad: selector; }
+        actions = { secret; }
+        @name("inline_sel") implementation = action_selector(HashAlgorithm.crc16, 32w16, 32w8);
+    }
     apply {
         sm.egress_spec = 1;
+        if (hdr.op.op == 7) {
+            inline_impl.apply();
+        }
         if (hdr.op.op == 1) {
             bit<16> r;
             random(r, 16w100, 16w102);
