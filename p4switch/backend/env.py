@@ -60,3 +60,10 @@ class Instance:
     decl: Any
     prefix: str
     role: str = ""
+    path: tuple = ()  # where p4c meets it: stage, then local positions of the instantiations
+
+    def position(self, decl: Any) -> tuple:
+        """Order key of a declaration local to this instance (p4c lists in this order)."""
+        locals_ = getattr(self.decl, "locals", [])
+        index = next((i for i, d in enumerate(locals_) if d is decl), -1)
+        return (*self.path, index)

@@ -83,8 +83,9 @@ class ModelBuilder:
     def __init__(self, program: str):
         self.model = cp.ControlPlaneModel(program)
         self._actions: dict[str, cp.Action] = {}
+        self.keys: dict[int, tuple] = {}  # id(model object) -> order key
 
-    def action(self, decl: A.ActionDecl, name: str) -> cp.Action:
+    def action(self, decl: A.ActionDecl, name: str, key: tuple = ()) -> cp.Action:
         a = self._actions.get(name)
         if a is None:
             params = [cp.Param(A.annotation_string(p.annotations, "name") or p.name,
@@ -94,10 +95,19 @@ class ModelBuilder:
             a = cp.Action(name, _annos(decl.annotations), _id(decl.annotations), params)
             self._actions[name] = a
             self.model.actions.append(a)
+            self.keys[id(a)] = key
         return a
 
-    def add(self, kind: str, obj) -> None:
+    def add(self, kind: str, obj, key: tuple = ()) -> None:
         getattr(self.model, kind).append(obj)
+        self.keys[id(obj)] = key
+
+    def sort(self) -> None:
+        """Put every list in p4c's order: by stage, then declaration position (stable)."""
+        m = self.model
+        for items in (m.tables, m.actions, m.counters, m.meters, m.registers,
+                      m.action_profiles):
+            items.sort(key=lambda obj: self.keys.get(id(obj), ()))
 
 
 def _annos(annos: list[cp.Annotation]) -> list[cp.Annotation]:

@@ -57,6 +57,7 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
         self.pre: dict[int, str] = {}  # expressions already computed into a temp
         self.action_depth = 0  # > 0 while generating an action's body
         self.in_parser = False
+        self.instance_paths: dict[str, Instance] = {}  # prefix -> instance (for order keys)
 
     # ---- helpers used by the mixins -----------------------------------------------------
     def closure(self, expr: str, hint: str) -> str:
@@ -82,7 +83,11 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
         return name
 
     def sub_instance(self, isym: InstanceSym, env: Env) -> Instance:
-        return Instance(isym.type.decl, local_name(isym.decl, env.instance.prefix))
+        outer = env.instance
+        inst = Instance(isym.type.decl, local_name(isym.decl, outer.prefix), "",
+                        outer.position(isym.decl))
+        self.instance_paths[inst.prefix] = inst
+        return inst
 
     def instance_setup(self, inst: Instance, env: Env) -> None:
         """Bind a control instance's constructor parameters and locals in env."""
@@ -104,16 +109,22 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
             return None
         return self.extern_instance(sym, None)
 
-    def instance_name(self, sym: InstanceSym, prefix: str | None) -> str:
+    def instance_name(self, sym: InstanceSym, prefix: str | None,
+                      key: tuple | None = None) -> str:
         """Register an extern instance a table refers to; returns its control-plane name."""
         if self.global_scope.names.get(sym.name) is sym:
             prefix = None
-        self.extern_instance(sym, prefix)
+        self.extern_instance(sym, prefix, key)
         return local_name(sym.decl, prefix)
 
-    def extern_instance(self, sym: InstanceSym, prefix: str | None) -> str | None:
-        """Model entry and closure variable of an extern instance (None for direct ones)."""
+    def extern_instance(self, sym: InstanceSym, prefix: str | None,
+                        key: tuple | None = None) -> str | None:
+        """Model entry and closure variable of an extern instance (None for direct ones);
+        `key` orders it in the model (default: where it is declared)."""
         loc = sym.decl
+        owner = self.instance_paths.get(prefix) if prefix is not None else None
+        if key is None:
+            key = owner.position(loc) if owner is not None else (-1,)
         name = local_name(loc, prefix)
         kind = sym.type.decl.name
         known = self.instances.setdefault(name, {})
@@ -125,24 +136,25 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
         var = None
         if kind == "counter":
             self.model.add("counters", cp.Counter(name, annos, eid, _COUNTER_UNITS[args[1]],
-                                                  args[0]))
+                                                  args[0]), key)
             var = self.closure(f"_counters[{name!r}]", "C")
         elif kind == "direct_counter":
             self.model.add("counters", cp.Counter(name, annos, eid, _COUNTER_UNITS[args[0]], 0,
-                                                  self.direct_owner.get(id(sym))))
+                                                  self.direct_owner.get(id(sym))), key)
         elif kind == "meter":
-            self.model.add("meters", cp.Meter(name, annos, eid, _METER_UNITS[args[1]], args[0]))
+            self.model.add("meters", cp.Meter(name, annos, eid, _METER_UNITS[args[1]], args[0]),
+                           key)
             var = self.closure(f"_meters[{name!r}]", "M")
         elif kind == "direct_meter":
             self.model.add("meters", cp.Meter(name, annos, eid, _METER_UNITS[args[0]], 0,
-                                              self.direct_owner.get(id(sym))))
+                                              self.direct_owner.get(id(sym))), key)
         elif kind == "register":
             et = sym.type.targs.get("T")
             if not isinstance(et, Bits):
                 raise Unsupported(loc.pos, f"register of {et} (BMv2 registers hold bit<W> or "
                                            "int<W>)")
             self.model.add("registers", cp.Register(name, annos, eid, bit_width(et), args[0],
-                                                    bool(getattr(et, "signed", False))))
+                                                    bool(getattr(et, "signed", False))), key)
             var = self.closure(f"_registers[{name!r}]", "R")
         elif kind in ("action_profile", "action_selector"):
             sel = kind == "action_selector"
@@ -152,7 +164,7 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
                 algo_t = sym.ctor_args[0].type
                 prof.selector_algorithm = algo_t.members[args[0]]
                 prof.selector_output_width = args[2]
-            self.model.add("action_profiles", prof)
+            self.model.add("action_profiles", prof, key)
         else:
             raise Unsupported(loc.pos, f"extern {kind}")
         known["var"] = var
@@ -163,7 +175,10 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
     def gen_stage(self, role: str, decl, ctor_args: list) -> None:
         em = self.em
         is_parser = isinstance(decl, A.ParserDecl)
-        inst = Instance(decl, decl.name, role)  # p4c names top-level blocks by type
+        stage = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum",
+                 "deparser").index(role)
+        inst = Instance(decl, decl.name, role, (stage,))  # p4c names top-level blocks by type
+        self.instance_paths[inst.prefix] = inst
         env = Env(None, Frame(ret="return"), inst)
         py_params = self._bind_block_params(decl, env)
         for p, v in zip(decl.ctor_params, ctor_args, strict=False):
@@ -291,6 +306,7 @@ def generate(info: ProgramInfo, program: str, reporter: Reporter):
             gen.gen_stage(role, decl, info.block_args.get(role, []))
         gen.gen_functions()
         model = gen.finish_model()
+        gen.model.sort()
     except Unsupported as e:
         reporter.unsupported(e.pos, e.what)
         return None

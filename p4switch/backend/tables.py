@@ -50,7 +50,7 @@ class TableGen:
         for r in refs:
             sym = r.sym
             aname = self.action_name(sym)
-            self.model.action(sym.decl, aname)
+            self.model.action(sym.decl, aname, inst.position(sym.decl))
             scope = ("TABLE_ONLY" if A.annotation(r.annotations, "tableonly") else
                      "DEFAULT_ONLY" if A.annotation(r.annotations, "defaultonly") else
                      "TABLE_AND_DEFAULT")
@@ -70,18 +70,20 @@ class TableGen:
         info = TableInfo(name, var, m)
         if impl is not None:
             isym = impl.value.ref
-            pname = self.instance_name(isym, inst.prefix)
+            pname = self.instance_name(isym, inst.prefix, _inline_key(impl, inst, decl))
             m.implementation = pname
             self.profile_tables.setdefault(pname, []).append(name)
             info.profile_var = self.closure(f"_profiles[{pname!r}]", "P")
             info.selector = isym.type.decl.name == "action_selector"
         if decl.props.get("counters") is not None:
             isym = decl.props["counters"].value.ref
-            m.direct_counter = self.instance_name(isym, inst.prefix)
+            m.direct_counter = self.instance_name(
+                isym, inst.prefix, _inline_key(decl.props["counters"], inst, decl))
             self.direct_owner[id(isym)] = name
         if decl.props.get("meters") is not None:
             isym = decl.props["meters"].value.ref
-            m.direct_meter = self.instance_name(isym, inst.prefix)
+            m.direct_meter = self.instance_name(
+                isym, inst.prefix, _inline_key(decl.props["meters"], inst, decl))
             self.direct_owner[id(isym)] = name
             info.meter_decl = isym
         if decl.entries is not None:
@@ -89,7 +91,7 @@ class TableGen:
             _apply_priorities(decl.entries, m.const_entries)
         idle = decl.props.get("support_timeout")
         m.idle_timeout = bool(idle is not None and idle.value.const)
-        self.model.add("tables", m)
+        self.model.add("tables", m, inst.position(decl))
         self.tables[key] = info
         return info
 
@@ -180,6 +182,11 @@ class TableGen:
         fields = [k.expr for k in decl.keys or [] if k.match_kind == "selector"]
         lst = self.field_list_pairs(fields, env)
         return f"{info.profile_var}.selector_hash({lst})"
+
+
+def _inline_key(prop: A.TableProp, inst, table: A.TableDecl) -> tuple | None:
+    """An extern instantiated in a table property is ordered where the table is."""
+    return inst.position(table) if isinstance(prop.value, A.Construct) else None
 
 
 def _apply_priorities(decls: list[A.EntryDecl], entries: list[cp.ConstEntry]) -> None:

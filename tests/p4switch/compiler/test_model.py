@@ -4,19 +4,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import PROGRAMS, compiled
-
 from p4switch import cpmodel as cp
 from p4switch.compiler import CompiledProgram, compile_program, compile_source
 
 ROOT = Path(__file__).resolve().parents[3]
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+_cache: dict = {}
+
+
+def compiled(name: str):
+    if name not in _cache:
+        _cache[name] = compile_program(PROGRAMS / name)
+    return _cache[name]
 
 
 def test_names_of_nested_instances_and_annotations():
     m = compiled("control_flow.p4").model
+    # p4c's order: sub-controls' objects where they are instantiated, then declaration order
     assert [t.name for t in m.tables] == [
-        "CfIngress.exact_tbl", "CfIngress.first.classify",
-        "CfIngress.second_classifier.classify", "CfIngress.ecmp", "CfIngress.ranges"]
+        "CfIngress.first.classify", "CfIngress.second_classifier.classify",
+        "CfIngress.exact_tbl", "CfIngress.ecmp", "CfIngress.ranges"]
     assert sorted(r.name for r in m.registers) == [
         "CfIngress.first.last_key", "CfIngress.second_classifier.last_key", "CfIngress.store",
         "shared"]  # top-level instances keep their plain name
@@ -129,7 +136,8 @@ def test_names_follow_p4c_rules():
     m = compile_source(NAMES_PROGRAM, "names.p4").model
     t = m.table("Ing.t")  # top-level blocks are named by type; @name on them is ignored
     assert [f.name for f in t.match_fields] == ["m.renamed.x", "hdr.h.b & 0xff00ff00ff"]
-    assert [a.name for a in m.actions] == ["Ing.blue", "Ing.calls_helper", "NoAction",
-                                           "Ing.direct"]
+    # p4c's order: top-level actions (NoAction) first, then declaration order
+    assert [a.name for a in m.actions] == ["NoAction", "Ing.calls_helper", "Ing.direct",
+                                           "Ing.blue"]
     assert [p.name for p in m.action("Ing.blue").params] == ["shade"]
     assert m.counters == []  # declared but never used: not in P4Info
