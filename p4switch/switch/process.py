@@ -69,10 +69,15 @@ class Switch:
 
     def start(self) -> None:
         opts = self.opts
-        trace = log.getChild("pipeline").debug if opts.log_level == "trace" and (
-            opts.log_console or opts.log_file) else None
+        logging_on = bool(opts.log_console or opts.log_file)
+        trace = log.getChild("dataplane").debug if logging_on and opts.log_level == "trace" \
+            else None
+        # log_msg() output, at info level as BMv2 logs it
+        pipeline_log = log.getChild("pipeline").info if logging_on and opts.log_level in (
+            "trace", "debug", "info") else None
         device = Device(cpu_port=opts.cpu_port, drop_port=opts.drop_port,
-                        priority_queues=opts.priority_queues, port_up=self.port_up, log=trace)
+                        priority_queues=opts.priority_queues, port_up=self.port_up,
+                        log=pipeline_log)
         program = None
         if opts.program:
             log.info("loading %s", opts.program)
@@ -93,8 +98,7 @@ class Switch:
             device.install(program)
         tm = TrafficManager(opts.priority_queues)
         self.dataplane = Dataplane(device, self.ports, tm, self.linkmon)
-        if trace is not None:
-            self.dataplane.trace = log.getChild("dataplane").debug
+        self.dataplane.trace = trace
         if opts.pfc:
             self.dataplane.pfc = PfcReceiver(tm.pause, opts.priority_queues, self._link_bps)
         commands = SwitchCommands(tm, dict(opts.interfaces), self.port_up, device.now_us,

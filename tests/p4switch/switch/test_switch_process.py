@@ -11,7 +11,7 @@ import grpc
 import pytest
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
-from sw_frames import eth, mac
+from sw_frames import eth, mac, probe
 from sw_netenv import raw_socket
 from sw_p4rt import PROGRAMS, Client, compile_program
 from sw_proc import REPO, SwitchProcess, free_port
@@ -227,4 +227,21 @@ def test_vlan_tags_reach_the_pipeline(net, tmp_path):
         sw.stop()
     assert tagged in read_pcap(tmp_path / f"{p1}_in.pcap")
     assert tagged in read_pcap(out)  # forwarded with its tag (PCP 5, VLAN 100)
+    s1.close()
+
+
+def test_log_msg_output_is_logged_at_info(net, tmp_path):
+    _, config = compile_program(PROGRAMS / "switch_test.p4", tmp_path)
+    h1, h2 = net.host("h1"), net.host("h2")
+    p1, p2 = net.link(h1, "eth0", 1), net.link(h2, "eth0", 2)
+    s1 = raw_socket(h1, "eth0")
+    with SwitchProcess(["-i", f"1@{p1}", "-i", f"2@{p2}", "--log-console", str(config)]) as sw:
+        assert cli(sw.thrift_port, "table_add", "TestIngress.fwd", "TestIngress.forward", "1",
+                   "=>", "2").returncode == 0
+        s1.send(probe(mac(2), mac(1), 7))
+        deadline = time.monotonic() + 2
+        while "probe 7 leaves on port 2" not in sw.stderr():
+            assert time.monotonic() < deadline, sw.stderr()
+            time.sleep(0.02)
+        assert "received 60 bytes" not in sw.stderr()  # per-packet lines only at -L trace
     s1.close()

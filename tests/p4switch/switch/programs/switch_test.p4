@@ -167,6 +167,7 @@ control TestEgress(inout headers_t hdr, inout metadata_t meta,
             hdr.packet_in.ingress_port = standard_metadata.ingress_port;
         }
         if (hdr.probe.isValid()) {
+            log_msg("probe {} leaves on port {}", {hdr.probe.seq, standard_metadata.egress_port});
             hdr.probe.enq_qdepth = (bit<32>) standard_metadata.enq_qdepth;
             hdr.probe.deq_qdepth = (bit<32>) standard_metadata.deq_qdepth;
             hdr.probe.deq_timedelta = standard_metadata.deq_timedelta;
