@@ -25,7 +25,7 @@ class CallGen:
         if kind == "action":
             if not self.action_depth:  # p4c inlines actions called from actions away
                 self.model.action(c.func.ref.decl, self.action_name(c.func.ref),
-                                  env.instance.position(c.func.ref.decl))
+                                  env.instance.position(c.func.ref.decl), in_table=False)
             self.inline_action(c.func.ref, c.bound, env)
         elif kind == "function":
             self.hoist_args(c, env)

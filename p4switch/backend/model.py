@@ -30,6 +30,8 @@ def expr_text(e: A.Expr) -> str:
         base_t = e.expr.type
         annos = getattr(base_t, "field_annotations", {}).get(name, [])
         name = A.annotation_string(annos, "name") or name
+        if name.startswith("."):  # an absolute @name replaces the path up to here
+            return name[1:]
         return f"{expr_text(e.expr)}.{name}"
     if isinstance(e, A.TypeNameExpr):
         return e.name
@@ -85,17 +87,21 @@ class ModelBuilder:
         self._actions: dict[str, cp.Action] = {}
         self.keys: dict[int, tuple] = {}  # id(model object) -> order key
 
-    def action(self, decl: A.ActionDecl, name: str, key: tuple = ()) -> cp.Action:
+    def action(self, decl: A.ActionDecl, name: str, key: tuple = (),
+               in_table: bool = True) -> cp.Action:
+        """Add an action once. An action only ever called directly has its (constant)
+        arguments folded in by p4c, so it is listed without parameters."""
+        params = [cp.Param(A.annotation_string(p.annotations, "name") or p.name,
+                           _annos(p.annotations), _id(p.annotations), param_width(p.sym.type))
+                  for p in decl.params if not p.direction] if in_table else []
         a = self._actions.get(name)
         if a is None:
-            params = [cp.Param(A.annotation_string(p.annotations, "name") or p.name,
-                               _annos(p.annotations), _id(p.annotations),
-                               param_width(p.sym.type))
-                      for p in decl.params if not p.direction]
             a = cp.Action(name, _annos(decl.annotations), _id(decl.annotations), params)
             self._actions[name] = a
             self.model.actions.append(a)
             self.keys[id(a)] = key
+        elif in_table and not a.params:
+            a.params = params
         return a
 
     def add(self, kind: str, obj, key: tuple = ()) -> None:

@@ -12,7 +12,7 @@ from ..frontend import ast as A
 from ..frontend.check import ProgramInfo
 from ..frontend.diagnostics import Reporter
 from ..frontend.symbols import InstanceSym
-from ..frontend.types import Bits, ExternType, StructType, bit_width
+from ..frontend.types import Bits, EnumType, ExternType, StructType, bit_width
 from .calls import CallGen
 from .emitter import Emitter
 from .env import Env, Frame, Instance
@@ -58,6 +58,7 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
         self.action_depth = 0  # > 0 while generating an action's body
         self.in_parser = False
         self.instance_paths: dict[str, Instance] = {}  # prefix -> instance (for order keys)
+        self.enums_used: dict[str, EnumType] = {}  # serializable enums the model refers to
 
     # ---- helpers used by the mixins -----------------------------------------------------
     def closure(self, expr: str, hint: str) -> str:
@@ -150,11 +151,15 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
                                               self.direct_owner.get(id(sym))), key)
         elif kind == "register":
             et = sym.type.targs.get("T")
-            if not isinstance(et, Bits):
+            enum = isinstance(et, EnumType) and et.width is not None
+            if not isinstance(et, Bits) and not enum:
                 raise Unsupported(loc.pos, f"register of {et} (BMv2 registers hold bit<W> or "
                                            "int<W>)")
-            self.model.add("registers", cp.Register(name, annos, eid, bit_width(et), args[0],
-                                                    bool(getattr(et, "signed", False))), key)
+            self.model.add("registers", cp.Register(
+                name, annos, eid, bit_width(et), args[0], bool(getattr(et, "signed", False)),
+                et.name if enum else None), key)
+            if enum:
+                self.enums_used[et.name] = et
             var = self.closure(f"_registers[{name!r}]", "R")
         elif kind in ("action_profile", "action_selector"):
             sel = kind == "action_selector"
@@ -253,8 +258,17 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
                     self.block(decl.body.stmts, env)
             em.line("")
 
+    def _note_enums(self, t) -> None:
+        """Remember the serializable enums used inside a type (P4Info's type_info)."""
+        if isinstance(t, EnumType) and t.width is not None:
+            self.enums_used[t.name] = t
+        elif isinstance(t, StructType):
+            for _, ft in t.fields:
+                self._note_enums(ft)
+
     def finish_model(self) -> cp.ControlPlaneModel:
         m = self.model.model
+        m.package_annotations = list(self.info.main_annotations)
         for c in m.counters:
             for info in self.tables.values():
                 if info.model.direct_counter == c.name:
@@ -275,8 +289,15 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
             ch = A.annotation_string(t.annotations, "controller_header")
             if ch is not None:
                 m.controller_headers.append(cp.ControllerHeader(
-                    ch, [a for a in t.annotations if a.name != "controller_header"], None,
+                    ch, list(t.annotations), None,
                     [cp.StructField(n, w) for n, w in _flat_fields("", t)], t.name))
+        for t in [*self.digest_types.values(),
+                  *(t for t in self.info.structs if A.annotation(t.annotations,
+                                                                  "controller_header"))]:
+            self._note_enums(t)
+        m.serializable_enums = [
+            cp.SerializableEnum(e.name, e.width, [(n, e.values[n]) for n in e.members])
+            for e in self.enums_used.values()]
         return m
 
 

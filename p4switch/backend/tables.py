@@ -33,6 +33,7 @@ class TableGen:
         m = cp.Table(name, annotations_of(decl.annotations), explicit_id(decl.annotations))
         for k in decl.keys or []:
             t = k.expr.type
+            self._note_enums(t)
             mf = cp.MatchField(key_name(k), annotations_of(k.annotations),
                                explicit_id(k.annotations),
                                key_width(t), k.match_kind)
@@ -51,6 +52,9 @@ class TableGen:
             sym = r.sym
             aname = self.action_name(sym)
             self.model.action(sym.decl, aname, inst.position(sym.decl))
+            for p in sym.decl.params:
+                if not p.direction:
+                    self._note_enums(p.sym.type)
             scope = ("TABLE_ONLY" if A.annotation(r.annotations, "tableonly") else
                      "DEFAULT_ONLY" if A.annotation(r.annotations, "defaultonly") else
                      "TABLE_AND_DEFAULT")

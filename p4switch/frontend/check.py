@@ -49,6 +49,7 @@ class ProgramInfo:
     global_scope: Scope | None = None
     headers_type: StructType | None = None
     meta_type: StructType | None = None
+    main_annotations: list = field(default_factory=list)  # of the `main` instance
 
 
 def _bit_struct(t: P4Type) -> bool:
@@ -296,6 +297,7 @@ class Checker(ExprChecker, CallChecker, StmtChecker):
         if t.decl.name != "V1Switch":
             self.err(d.pos, f"unsupported: package {t.decl.name} (only V1Switch)")
             return
+        self.info.main_annotations = list(d.annotations)
         if len(d.args) != len(V1SWITCH_ROLES):
             self.err(d.pos, "V1Switch takes 6 arguments")
             return
