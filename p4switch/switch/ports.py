@@ -34,7 +34,7 @@ _AUXDATA = struct.Struct("=IIIHHHH")  # struct tpacket_auxdata
 _ANC_SIZE = socket.CMSG_SPACE(_AUXDATA.size)
 SO_SNDBUFFORCE = 32
 SO_RCVBUFFORCE = 33
-RECV_BUF = 2 * 1024 * 1024  # as libpcap's default ring, which BMv2 receives through
+RECV_BUF = 8 * 1024 * 1024  # BMv2 (libpcap) has 2 MB; see _set_buffers
 MAX_FRAME = 65536
 BATCH = 64  # frames read from one port per wake-up
 
@@ -51,8 +51,10 @@ def _with_vlan_tag(data: bytes, aux: bytes) -> bytes:
 
 def _set_buffers(sock: socket.socket, size: int) -> None:
     """Socket buffers of `size` bytes; root may exceed net.core.rmem_max/wmem_max (the *FORCE
-    options), so short bursts survive a busy pipeline instead of overflowing a 200 KB default
-    (a larger buffer would hide overload as latency no P4 queue sees)."""
+    options). On a shared 2-core machine the switch process is regularly descheduled for
+    100-300 ms; 8 MB rides that out instead of dropping (which would break lossless-fabric
+    experiments), at the price of hiding a sustained overload as latency before ingress for a
+    while. Drops that still happen show as `rx_dropped` (`port_stats`)."""
     for force, plain in ((SO_RCVBUFFORCE, socket.SO_RCVBUF), (SO_SNDBUFFORCE, socket.SO_SNDBUF)):
         try:
             sock.setsockopt(socket.SOL_SOCKET, force, size)
