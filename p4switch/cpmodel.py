@@ -40,6 +40,7 @@ class Named:
 @dataclass
 class Param(Named):
     bitwidth: int = 0
+    type_name: str | None = None  # a `type` (new type) name when the parameter has one
 
 
 @dataclass
@@ -60,6 +61,7 @@ class MatchField(Named):
 
     bitwidth: int = 0
     match_kind: str = "exact"
+    type_name: str | None = None  # a `type` (new type) name when the key has one
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,17 @@ class ControllerHeader(Named):
 
 
 @dataclass
+class NewType:
+    """`type bit<W> Name;` (maybe `@p4runtime_translation(uri, bit<N>)`), as P4Info's type_info
+    describes it."""
+
+    name: str
+    bitwidth: int
+    translation_uri: str | None = None
+    sdn_bitwidth: int | None = None
+
+
+@dataclass
 class SerializableEnum:
     """`enum bit<W> Name { A = 1, ... }`, as P4Info's type_info describes it."""
 
@@ -192,6 +205,8 @@ class ControlPlaneModel:
     # Serializable enum types of key fields, action parameters, controller header fields,
     # register elements and digest fields (p4c describes those in P4Info's type_info).
     serializable_enums: list[SerializableEnum] = field(default_factory=list)
+    # New types (`type`) of key fields and action parameters, likewise.
+    new_types: list[NewType] = field(default_factory=list)
 
     def table(self, name: str) -> Table:
         return _find(self.tables, name, "table")

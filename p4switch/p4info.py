@@ -121,6 +121,13 @@ class _Builder:
                 self.controller_header(header)
         for enum in model.serializable_enums:
             self.serializable_enum(enum)
+        for new_type in model.new_types:
+            spec = info.type_info.new_types[new_type.name]
+            if new_type.translation_uri is not None:
+                spec.translated_type.uri = new_type.translation_uri
+                spec.translated_type.sdn_bitwidth = new_type.sdn_bitwidth or new_type.bitwidth
+            else:
+                spec.original_type.bitstring.bit.bitwidth = new_type.bitwidth
         return info
 
     def _has_type_info(self) -> bool:
@@ -137,6 +144,7 @@ class _Builder:
             or m.digests
             or any(h.fields for h in m.controller_headers)
             or m.serializable_enums
+            or m.new_types
         )
 
     def table(self, table: cpmodel.Table) -> None:
@@ -153,6 +161,8 @@ class _Builder:
             if mf.match_kind not in _MATCH_TYPES:
                 raise ValueError(f"table {table.name}: key {index} has match kind {mf.match_kind}")
             out.match_type = _MATCH_TYPES[mf.match_kind]
+            if mf.type_name:
+                out.type_name.name = mf.type_name
         for ref in table.action_refs:
             out = msg.action_refs.add()
             out.id = self.symbols.id(ids.ACTION, ref.name)
@@ -197,6 +207,8 @@ class _Builder:
             out.name = param.name
             add_annotations(out, param.annotations)
             out.bitwidth = param.bitwidth
+            if param.type_name:
+                out.type_name.name = param.type_name
 
     def action_profile(self, profile: cpmodel.ActionProfile) -> None:
         msg = self.p4info.action_profiles.add()

@@ -18,6 +18,7 @@ from p4switch.cpmodel import (
     Digest,
     MatchField,
     Meter,
+    NewType,
     Param,
     Register,
     SerializableEnum,
@@ -212,7 +213,25 @@ def register_serenum_bmv2() -> ControlPlaneModel:
                              serializable_enums=[eth_types])
 
 
+def issue1739_bmv2() -> ControlPlaneModel:
+    # Keys of new types (`type bit<32> IPv4Address_t;`, a new type of a new type); a top-level
+    # action (my_drop) used by both tables.
+    tables = [
+        _table("ingress.ipv4_da_lpm", [("hdr.ipv4.dstAddr", 32, "lpm")],
+               ["ingress.set_output", "my_drop"], default="my_drop"),
+        _table("ingress.ipv4_sa_filter", [("hdr.ipv4.srcAddr", 32, "ternary")],
+               ["my_drop", "NoAction"], const_default_action=True),
+    ]
+    tables[0].match_fields[0].type_name = "IPv4Address_t"
+    tables[1].match_fields[0].type_name = "IPv4Address2_t"
+    actions = [_action("my_drop"), NO_ACTION, _action("ingress.set_output", ("out_port", 9))]
+    new_types = [NewType("IPv4Address_t", 32), NewType("IPv4Address2_t", 32)]
+    return ControlPlaneModel("issue1739-bmv2", tables=tables, actions=actions,
+                             new_types=new_types)
+
+
 MODELS = {
+    "issue1739-bmv2": issue1739_bmv2,
     "register-serenum-bmv2": register_serenum_bmv2,
     "pkginfo_annotation": pkginfo_annotation,
     "action_selector_shared-bmv2": action_selector_shared_bmv2,

@@ -147,3 +147,18 @@ def test_actions_and_digests_listed_once() -> None:
     assert [a.preamble.name for a in info.actions] == ["NoAction", "c.a"]
     assert [d.preamble.name for d in info.digests] == ["d_t"]
     assert [m.name for m in info.type_info.structs["d_t"].members] == ["a"]
+
+
+def test_translated_new_type_and_typed_param() -> None:
+    from p4switch.cpmodel import NewType
+
+    action = Action("c.set", params=[Param("port", bitwidth=32, type_name="PortId_t")])
+    model = ControlPlaneModel(
+        "m", actions=[action],
+        new_types=[NewType("PortId_t", 9, translation_uri="p4.org/psa/v1/PortId_t",
+                           sdn_bitwidth=32)],
+    )
+    info = build_p4info(model)
+    assert info.actions[0].params[0].type_name.name == "PortId_t"
+    translated = info.type_info.new_types["PortId_t"].translated_type
+    assert (translated.uri, translated.sdn_bitwidth) == ("p4.org/psa/v1/PortId_t", 32)
