@@ -128,7 +128,7 @@ def plot_loss_windows(result: ResultDir) -> Path:
             for k in kinds]
     fig, ax = plt.subplots(figsize=(6.5, 4))
     if data:
-        ax.boxplot(data, labels=kinds, showfliers=False)
+        ax.boxplot(data, tick_labels=kinds, showfliers=False)
         for i, values in enumerate(data, start=1):
             ax.scatter([i] * len(values), values, s=12, alpha=0.6, zorder=3)
     ax.axhline(50, color="grey", ls=":", lw=1, label="50 ms (local failover target)")
