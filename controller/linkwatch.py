@@ -7,10 +7,10 @@ interfaces) and reports each change once. Polling every 200 ms matches BMv2's ow
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from controller.periodic import Periodic
 from topos.model import FabricSpec
 
 SYS_NET = Path("/sys/class/net")
@@ -35,8 +35,7 @@ class LinkWatcher:
         self.on_change = on_change
         self.interval = interval
         self._state = {key: interface_up(intf) for key, intf in self.ports.items()}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop = Periodic("link-watch", interval, self._notify)
 
     def down_now(self) -> list[tuple[str, int]]:
         """(switch, port) of the interfaces that exist and are down at the last look."""
@@ -52,18 +51,13 @@ class LinkWatcher:
             self._state[(port, switch)] = now
         return changes
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            for switch, port, up in self.poll():
-                self.on_change(switch, port, up)
+    def _notify(self) -> None:
+        for switch, port, up in self.poll():
+            self.on_change(switch, port, up)
 
     def start(self) -> LinkWatcher:
-        self._thread = threading.Thread(target=self._run, name="link-watch", daemon=True)
-        self._thread.start()
+        self._loop.start()
         return self
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        self._loop.stop(timeout=None)

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
+from controller.periodic import Periodic
 from controller.queues import run_commands
 
 
@@ -142,9 +143,10 @@ class PfcWatchdog:
     def __post_init__(self) -> None:
         self.queues = list(self.queues)
         self._state = {key: _Watch() for key in self.queues}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self.errors: list[str] = []
+        self._loop = Periodic("pfc-watchdog", self.poll_s, self.poll,
+                              errors=(RuntimeChannelError, OSError, ValueError),
+                              on_error=lambda err: self.errors.append(str(err)))
 
     @property
     def storms(self) -> int:
@@ -176,22 +178,12 @@ class PfcWatchdog:
                         self.pfc_on(key[0], key[1])
                     self.events.append(WatchdogEvent(time.time(), *key, "restore"))
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.poll_s):
-            try:
-                self.poll()
-            except (RuntimeChannelError, OSError, ValueError) as err:
-                self.errors.append(str(err))
-
     def start(self) -> PfcWatchdog:
-        self._thread = threading.Thread(target=self._run, name="pfc-watchdog", daemon=True)
-        self._thread.start()
+        self._loop.start()
         return self
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(5)
+        self._loop.stop()
 
 
 def p4switch_watchdog(channels: dict[str, RuntimeChannel], queues: Iterable[QueueKey],

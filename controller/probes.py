@@ -20,7 +20,6 @@ True)`); one good for `good_rounds` rounds in a row afterwards is given back.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from p4.v1 import p4runtime_pb2
 
 from controller.fabric import FabricController
 from controller.linkwatch import interface_up
+from controller.periodic import Periodic
 from controller.schema import encode
 from topos.model import Link
 
@@ -118,8 +118,9 @@ class LinkProber:
         self._history: dict[tuple[str, str], deque] = {}  # (link, sender) -> recent rounds
         self._seq = 0
         self._last: tuple[dict, set[str]] | None = None  # previous counters, links up then
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop = Periodic("link-probes", period, self.probe_once, immediate=True,
+                              errors=(Exception,),  # a failed round must not end the prober
+                              on_error=lambda err: log.warning("probe round failed: %s", err))
         self._port_meta = self._packet_out_port()
         names = ctl.intent.names
         self._rx_id = ctl.schema.counter(names.rx_counter).preamble.id
@@ -225,22 +226,9 @@ class LinkProber:
                 self.on_verdict(by_name[name], change)
 
     # ---- periodic ------------------------------------------------------------------------
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            started = time.monotonic()
-            try:
-                self.probe_once()
-            except Exception as err:  # a failed round must not end the prober
-                log.warning("probe round failed: %s", err)
-            self._stop.wait(max(0.0, self.period - (time.monotonic() - started)))
-
     def start(self) -> LinkProber:
-        self._thread = threading.Thread(target=self._run, name="link-probes", daemon=True)
-        self._thread.start()
+        self._loop.start()
         return self
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        self._loop.stop(timeout=None)

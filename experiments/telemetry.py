@@ -20,11 +20,11 @@ is one `simple_switch_CLI` run (~0.3 s), so sample at 500 ms or slower there.
 from __future__ import annotations
 
 import re
-import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from controller.periodic import Periodic
 from controller.pfc_agent import RuntimeChannel, RuntimeChannelError
 
 COLUMNS = ["t_s", "switch", "port", "priority", "depth", "depth_max", "depth_last",
@@ -85,8 +85,9 @@ class TelemetrySampler:
 
     def __post_init__(self) -> None:
         self.queues = list(self.queues)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop = Periodic("telemetry", self.interval_s, self.sample, immediate=True,
+                              errors=(RuntimeChannelError, OSError, ValueError),
+                              on_error=lambda err: self.errors.append(str(err)))
         self._paused_s: dict[tuple[str, int, int], float] = {}
         self.t0 = time.time()
 
@@ -124,24 +125,11 @@ class TelemetrySampler:
                 "paused": int(bool(stats["paused"])),
                 "paused_s": round(self._paused_s.get(key, 0.0), 3)}
 
-    def _run(self) -> None:
-        next_t = time.monotonic()
-        while not self._stop.is_set():
-            try:
-                self.sample()
-            except (RuntimeChannelError, OSError, ValueError) as err:
-                self.errors.append(str(err))
-            next_t += self.interval_s
-            self._stop.wait(max(0.0, next_t - time.monotonic()))
-
     def start(self) -> TelemetrySampler:
         self.t0 = time.time()
-        self._thread = threading.Thread(target=self._run, name="telemetry", daemon=True)
-        self._thread.start()
+        self._loop.start()
         return self
 
     def stop(self) -> list[dict]:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(5)
+        self._loop.stop()
         return self.rows
