@@ -19,10 +19,8 @@ import matplotlib.pyplot as plt
 
 from experiments.ballsbins import collision_probability, expected_imbalance
 from experiments.framework import Experiment, RunContext
+from experiments.lb_switch import LbSwitch, roce_frame
 from experiments.results import ResultDir
-from experiments.single_switch import EcmpSwitch
-from traffic.frames import Endpoints, build_frame
-from traffic.headers import WRITE_ONLY
 
 FIELDS = ["links", "flows", "trial", "max_load", "mean_load", "imbalance", "links_used", "collided"]
 POLARISATION_FIELDS = ["seeds", "trial", "flows", "tier2_links", "tier2_links_used"]
@@ -31,18 +29,14 @@ POLARISATION_FIELDS = ["seeds", "trial", "flows", "tier2_links", "tier2_links_us
 def _flow_frame(rng: random.Random) -> bytes:
     src = f"10.0.{rng.randrange(1, 255)}.{rng.randrange(1, 255)}"
     dst = f"10.1.{rng.randrange(1, 255)}.{rng.randrange(1, 255)}"
-    endpoints = Endpoints(src_mac="02:00:00:00:00:01", dst_mac="02:00:00:00:00:02", src_ip=src,
-                          dst_ip=dst, sport=rng.randrange(49152, 65536), dqpn=rng.randrange(1, 1 << 24))
-    return build_frame(endpoints, WRITE_ONLY, payload=bytes(64), dlen=64)
+    return roce_frame(rng.randrange(49152, 65536), src_ip=src, dst_ip=dst,
+                      dqpn=rng.randrange(1, 1 << 24))
 
 
-def _loads(switch: EcmpSwitch, frames: list[bytes], links: list[int]) -> list[int]:
+def _loads(switch: LbSwitch, frames: list[bytes], links: list[int]) -> list[int]:
     loads = dict.fromkeys(links, 0)
     for frame in frames:
-        port = switch.egress_port(frame)
-        if port is None:
-            raise RuntimeError("the ECMP program dropped a routed RoCEv2 packet")
-        loads[port] += 1
+        loads[switch.egress_port(frame)] += 1
     return [loads[port] for port in links]
 
 
@@ -54,7 +48,7 @@ def run(ctx: RunContext) -> None:
         for flows in params["flows"]:
             for trial in range(params["trials"]):
                 rng = random.Random(f"{params['seed']}-{links}-{flows}-{trial}")
-                switch = EcmpSwitch(ports, seed=rng.randrange(1 << 16))
+                switch = LbSwitch("ecmp", ports, seed=rng.randrange(1 << 16))
                 loads = _loads(switch, [_flow_frame(rng) for _ in range(flows)], ports)
                 mean = flows / links
                 rows.append({"links": links, "flows": flows, "trial": trial, "max_load": max(loads),
@@ -76,7 +70,8 @@ def _polarisation(params: dict) -> list[dict]:
             rng = random.Random(f"{params['seed']}-polar-{trial}")
             seed1 = rng.randrange(1 << 16)
             seed2 = seed1 if seeds == "same" else rng.randrange(1 << 16)
-            tier1, tier2 = EcmpSwitch(ports, seed=seed1), EcmpSwitch(ports, seed=seed2)
+            tier1 = LbSwitch("ecmp", ports, seed=seed1)
+            tier2 = LbSwitch("ecmp", ports, seed=seed2)
             frames = [_flow_frame(rng) for _ in range(params["polarisation_flows"])]
             through_first = [f for f in frames if tier1.egress_port(f) == ports[0]]
             used = {tier2.egress_port(f) for f in through_first}

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from functools import cache
 
-from experiments.single_switch import _by_suffix, load_program
+from experiments.single_switch import by_suffix, load_program
 from p4switch.cpmodel import ActionCall, FieldMatch
 from p4switch.engine import EngineConfig
 from p4switch.runtime import GroupRef, RuntimeState
@@ -44,21 +44,21 @@ class LbSwitch:
         model = compiled.model
         tables = [t.name for t in model.tables]
         actions = [a.name for a in model.actions]
-        self.state.table(_by_suffix(tables, "routing.hash_seed")).set_default(
-            ActionCall(_by_suffix(actions, "routing.set_hash_seed"), (seed,)))
+        self.state.table(by_suffix(tables, "routing.hash_seed")).set_default(
+            ActionCall(by_suffix(actions, "routing.set_hash_seed"), (seed,)))
         if flowlet_gap_us is not None:
-            self.state.table(_by_suffix(tables, "load_balancing.flowlet_gap")).set_default(
-                ActionCall(_by_suffix(actions, "load_balancing.set_flowlet_gap"),
+            self.state.table(by_suffix(tables, "load_balancing.flowlet_gap")).set_default(
+                ActionCall(by_suffix(actions, "load_balancing.set_flowlet_gap"),
                            (flowlet_gap_us,)))
         if mode == "dlb":
-            tagging = _by_suffix(tables, "reorder_tagging.host_ports")
-            tag = _by_suffix(actions, "reorder_tagging.tag_from_host_port")
+            tagging = by_suffix(tables, "reorder_tagging.host_ports")
+            tag = by_suffix(actions, "reorder_tagging.tag_from_host_port")
             for port in host_ports:
                 self.state.table(tagging).insert(
                     Entry(keys=(FieldMatch("exact", value=port),), action=ActionCall(tag, ())))
-        lpm = model.table(_by_suffix(tables, "routing.ipv4_lpm"))
+        lpm = model.table(by_suffix(tables, "routing.ipv4_lpm"))
         profile = self.state.action_profile(lpm.implementation)
-        next_hop = _by_suffix(actions, "routing.set_next_hop")
+        next_hop = by_suffix(actions, "routing.set_next_hop")
         for port in self.ports:
             profile.insert_member(port, ActionCall(next_hop, (port, 0x020000000000 + port)))
         profile.insert_group(1, [(port, 1, None) for port in self.ports],
