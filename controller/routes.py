@@ -8,6 +8,10 @@ it has two ports (HPN's dual-ToR NIC), so it can only be the last hop. Routes ar
 Next-hop sets are shared: prefixes whose sets are equal point at one action-selector group.
 Member ids are P4 port numbers (a port has exactly one neighbour, so one next hop); group ids are
 numbered 1.. in the order the sets are first used, walking the NICs in fabric order.
+
+When routes change on a running fabric, `keep_group_ids` gives every next-hop set that is already
+installed its installed id and new sets ids nobody uses, so a reroute only inserts groups, repoints
+prefixes and deletes groups: a group never changes members under prefixes that still use it.
 """
 
 from __future__ import annotations
@@ -119,3 +123,42 @@ def compute_routes(spec: FabricSpec, *, hash_seed: int | None = None) -> dict[st
             routes.routes[prefix] = hops
             routes.groups.setdefault(hops, len(routes.groups) + 1)
     return plan
+
+
+
+GroupIds = dict[tuple[NextHop, ...], int]  # next-hop set -> group id
+
+
+def keep_group_ids(routes: SwitchRoutes, installed: GroupIds,
+                   previous: SwitchRoutes | None = None) -> None:
+    """Renumber `routes.groups` in place so that going from `previous` to `routes` is hitless.
+
+    `installed` maps every next-hop set the switch may hold to its group id; `previous` is the
+    plan it was last brought to, if that succeeded. A set already installed keeps its id. A new
+    set takes over the id of an installed set that goes away when every remaining prefix of
+    that set moves to the new one (a shrinking or growing ECMP group: one group write).
+    Any other new set gets its fresh id if that is free, else the lowest free id."""
+    if not installed:
+        return
+    taken = set(installed.values())
+    ids = {hops: installed[hops] for hops in routes.groups if hops in installed}
+    if previous is not None:
+        movers: dict[tuple[NextHop, ...], set[tuple[NextHop, ...]]] = {}
+        for prefix, old in previous.routes.items():
+            if old not in routes.groups and old in installed and prefix in routes.routes:
+                movers.setdefault(old, set()).add(routes.routes[prefix])
+        for old in sorted(movers, key=installed.__getitem__):
+            (heir, *others) = movers[old]
+            if not others and heir not in ids:
+                ids[heir] = installed[old]
+    for hops, fresh in routes.groups.items():
+        if hops in ids:
+            continue
+        gid = fresh
+        if gid in taken:
+            gid = 1
+            while gid in taken:
+                gid += 1
+        ids[hops] = gid
+        taken.add(gid)
+    routes.groups = {hops: ids[hops] for hops in routes.groups}
