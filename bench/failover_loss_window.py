@@ -1,6 +1,6 @@
 """Loss windows per failure kind on HPN 7.0 (p4switch): the failover targets, measured.
 
-Prints, per kind, over the flows each failure hit: median and worst loss window, packets lost,
+Prints, per kind, over the flows whose traced path crossed each failure: median and worst loss window, packets lost,
 and the controller's detection and reroute times; then the cost of one probe round. Targets:
 local (data-plane) failover under 50 ms, controller reconvergence under 1 s.
 Needs root. usage: bench/failover_loss_window.py [--trials N] [--kinds uplink,downlink,...]
@@ -28,7 +28,7 @@ def main() -> int:
     parser.add_argument("--fabric", default="hpn7")
     args = parser.parse_args()
     params = dict(EXPERIMENT.defaults)
-    print(f"{'kind':<10}{'flows hit':>10}{'window median':>15}{'worst':>9}{'lost median':>13}"
+    print(f"{'kind':<10}{'crossed':>10}{'window median':>15}{'worst':>9}{'lost median':>13}"
           f"{'detect':>9}{'reroute':>9}")
     with FailoverLab(build_fabric(args.fabric)) as lab:
         for kind in args.kinds.split(","):
@@ -36,7 +36,7 @@ def main() -> int:
             for trial in range(args.trials):
                 result = run_trial(lab, kind, trial, params)
                 settle(lab)
-                hit = [o for o in result.outcomes if o.affected]
+                hit = [o for o in result.outcomes if o.crossed]
                 windows += [o.loss_window_s * 1000 for o in hit]
                 lost += [o.lost for o in hit]
                 downs = [e for e in result.events if e.rerouted and not e.up]

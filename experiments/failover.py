@@ -2,10 +2,11 @@
 
 RoCEv2 flows run from the first server's NICs to the last server's, through the fabric on the
 switch target, with the controller's reconvergence loop and link probes running. Each trial
-fails the busiest link of one kind (`uplink`, `downlink`, `tor`, `silent`; see
-`experiments.failover_trial`), holds the failure, restores it and lets the fabric settle.
-Per flow: the loss window (last packet before the failure to the first after it, or for a
-silent drop the span of its losses), packets lost, and time back to full throughput.
+traces every flow's path, fails the link of one kind (`uplink`, `downlink`, `tor`, `silent`;
+see `experiments.failover_trial`) that the most flows cross, holds the failure, restores it and
+lets the fabric settle. Per flow: whether it crossed what failed, the loss window (last packet
+before the failure to the first after it, or for a silent drop the span of its losses; 0 when
+the failover lost nothing), packets lost, and time back to full throughput.
 
 Files: `outcomes.csv` (one row per flow and trial), `timeline.csv` (10 ms throughput bins per
 flow, time relative to the failure), `events.csv` (the controller's link events); plots
@@ -30,8 +31,8 @@ from experiments.framework import Experiment, ExperimentError, RunContext
 from experiments.results import ResultDir
 from topos import build_fabric
 
-OUTCOME_FIELDS = ["kind", "trial", "target", "flow", "affected", "loss_window_ms", "lost",
-                  "recovery_s", "controller_detect_ms", "controller_reroute_ms"]
+OUTCOME_FIELDS = ["kind", "trial", "target", "flow", "crossed", "affected", "loss_window_ms",
+                  "lost", "recovery_s", "controller_detect_ms", "controller_reroute_ms"]
 TIMELINE_FIELDS = ["kind", "trial", "flow", "t_s", "goodput_bps"]
 SMOOTH_BINS = 5  # the timeline plot shows 50 ms means of the 10 ms bins
 EVENT_FIELDS = ["kind", "trial", "link", "state", "source", "t_s", "reroute_ms", "writes",
@@ -59,10 +60,11 @@ def run(ctx: RunContext) -> None:
                 outcomes += result.outcome_rows()
                 timeline += result.timeline_rows()
                 events += result.event_rows()
-                hit = [o for o in result.outcomes if o.affected]
+                hit = [o for o in result.outcomes if o.crossed]
                 worst = max((o.loss_window_s for o in hit), default=0.0)
                 ctx.progress(f"failover: {kind} #{trial} ({result.failure.target}): "
-                             f"{len(hit)}/{len(result.outcomes)} flows hit, longest loss "
+                             f"{len(hit)}/{len(result.outcomes)} flows crossed it, "
+                             f"{sum(o.lost > 0 for o in hit)} lost packets, longest loss "
                              f"window {worst * 1000:.0f} ms")
     ctx.out.write_csv("outcomes.csv", outcomes, OUTCOME_FIELDS)
     ctx.out.write_csv("timeline.csv", timeline, TIMELINE_FIELDS)
@@ -72,18 +74,20 @@ def run(ctx: RunContext) -> None:
 
 
 def summary(result: ResultDir) -> list[str]:
-    """One line per kind: median and worst loss window of the flows the failure hit."""
+    """One line per kind: median and worst loss window of the flows that crossed the failure."""
     rows = result.read_csv("outcomes.csv")
     lines = []
     for kind in dict.fromkeys(r["kind"] for r in rows):
-        hit = [float(r["loss_window_ms"]) for r in rows if r["kind"] == kind and r["affected"] == "1"]
-        lost = [int(r["lost"]) for r in rows if r["kind"] == kind and r["affected"] == "1"]
-        if not hit:
-            lines.append(f"failover: {kind}: no flow was hit")
+        crossed = [r for r in rows if r["kind"] == kind and r["crossed"] == "1"]
+        if not crossed:
+            lines.append(f"failover: {kind}: no flow crossed the failure")
             continue
-        lines.append(f"failover: {kind}: loss window median {statistics.median(hit):.0f} ms, "
-                     f"max {max(hit):.0f} ms over {len(hit)} flows; "
-                     f"{statistics.median(lost):.0f} packets lost (median)")
+        windows = [float(r["loss_window_ms"]) for r in crossed]
+        lost = [int(r["lost"]) for r in crossed]
+        lines.append(f"failover: {kind}: loss window median {statistics.median(windows):.0f} ms, "
+                     f"max {max(windows):.0f} ms over {len(crossed)} flows that crossed it "
+                     f"({sum(n > 0 for n in lost)} lost packets; "
+                     f"{statistics.median(lost):.0f} lost, median)")
     return lines
 
 
@@ -122,7 +126,7 @@ def plot_timeline(result: ResultDir, trial: str = "0") -> Path:
 
 
 def plot_loss_windows(result: ResultDir) -> Path:
-    rows = [r for r in result.read_csv("outcomes.csv") if r["affected"] == "1"]
+    rows = [r for r in result.read_csv("outcomes.csv") if r["crossed"] == "1"]
     kinds = list(dict.fromkeys(r["kind"] for r in rows))
     data = [[max(float(r["loss_window_ms"]), 0.1) for r in rows if r["kind"] == k]
             for k in kinds]
@@ -134,7 +138,7 @@ def plot_loss_windows(result: ResultDir) -> Path:
     ax.axhline(50, color="grey", ls=":", lw=1, label="50 ms (local failover target)")
     ax.axhline(1000, color="grey", ls="--", lw=1, label="1 s (reconvergence target)")
     ax.set_yscale("log")
-    ax.set_ylabel("loss window per affected flow (ms)")
+    ax.set_ylabel("loss window per flow that crossed it (ms; 0 drawn at 0.1)")
     ax.set_title("Loss window by failure kind")
     ax.legend(fontsize=7)
     fig.tight_layout()

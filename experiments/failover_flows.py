@@ -2,6 +2,7 @@
 
     python -m experiments.failover_flows send --flow DST_IP:QPN:SPORT ... --pps 400 --size 256
     python -m experiments.failover_flows recv --bin 0.01 --gap 0.005
+    python -m experiments.failover_flows trace --flow DST_IP:QPN:SPORT ... --count 40
 
 Each flow is one queue pair: UDP datagrams from its own source port (the ECMP entropy) to port
 4791 carrying a BTH (RDMA WRITE ONLY, UC, the QPN, PSN = sequence number), the send time (ns)
@@ -16,6 +17,11 @@ lost packets since the last report (live views draw them), and on SIGTERM a fina
 `{"event": "result", "flows": [...]}` per flow: packets, bytes, lost PSNs, and every silence
 between two arrivals that is longer than `--gap` or skipped PSNs (last arrival before, first
 after, PSNs skipped across it).
+
+`trace` finds each flow's path without the others in the way: for every flow in turn it waits
+for a line on stdin, sends `--count` datagrams of that flow alone (same 5-tuple, so the same
+ECMP choices) and says `{"event": "sent", "flow": i}`; the caller reads the switches' port
+counters around each burst.
 """
 
 from __future__ import annotations
@@ -186,6 +192,24 @@ def send(flows: list[tuple[str, int, int]], pps: float, size: int, duration: flo
                            for (d, q, p), n, e in zip(flows, sent, errors, strict=True)])
 
 
+def trace(flows: list[tuple[str, int, int]], count: int) -> None:
+    """Per flow, on a line from stdin: `count` datagrams of it alone, then a `sent` event."""
+    _emit("ready")
+    for i, (dst, qpn, sport) in enumerate(flows):
+        if not sys.stdin.readline():
+            return  # the caller is gone
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("0.0.0.0", sport))
+            errors = 0
+            for psn in range(count):
+                try:
+                    sock.sendto(encode(qpn, psn, HEADER, time.time_ns()), (dst, ROCE_PORT))
+                except OSError:
+                    errors += 1
+        _emit("sent", flow=i, send_errors=errors)
+
+
 def _flow(text: str) -> tuple[str, int, int]:
     try:
         dst, qpn, sport = text.split(":")
@@ -203,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     tx.add_argument("--pps", type=float, default=400.0, help="datagrams per second per flow")
     tx.add_argument("--size", type=int, default=256, help="UDP payload bytes")
     tx.add_argument("--duration", type=float, default=0.0, help="seconds (0: until SIGTERM)")
+    tr = sub.add_parser("trace")
+    tr.add_argument("--flow", type=_flow, action="append", required=True)
+    tr.add_argument("--count", type=int, default=40, help="datagrams per flow")
     rx = sub.add_parser("recv")
     rx.add_argument("--t0", type=float, default=0.0, help="epoch seconds of bin 0 (default now)")
     rx.add_argument("--bin", type=float, default=0.01)
@@ -213,6 +240,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.pps <= 0:
             parser.error("--pps must be > 0")
         send(args.flow, args.pps, args.size, args.duration)
+    elif args.role == "trace":
+        if args.count <= 0:
+            parser.error("--count must be > 0")
+        trace(args.flow, args.count)
     else:
         receive(args.t0 or time.time(), args.bin, args.gap, args.report)
     return 0

@@ -17,7 +17,9 @@ links the `LinkProber` finds dropping.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import select
 import signal
 import subprocess
 import threading
@@ -35,6 +37,7 @@ from traffic.hosts import MininetHost, python_argv
 
 PROGRAM = Path(__file__).resolve().parents[1] / "p4src" / "ecmp.p4"
 KINDS = ("uplink", "downlink", "tor", "silent")
+TRACE_PACKETS = 40
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,42 @@ def _lines(proc: subprocess.Popen, on_line) -> threading.Thread:
     thread = threading.Thread(target=pump, daemon=True)
     thread.start()
     return thread
+
+
+def _expect(proc: subprocess.Popen, event: str, timeout: float = 20.0) -> dict:
+    """The next JSON line of `proc` (one of our workers), which must be `event`."""
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    line = proc.stdout.readline() if ready else ""
+    try:
+        msg = json.loads(line) if line else {}
+    except ValueError:
+        msg = {}
+    if msg.get("event") != event:
+        if not line:  # silent or gone: what it said on stderr
+            proc.kill()
+            line = proc.stderr.read()
+        _close(proc)
+        raise RuntimeError(f"flow worker (pid {proc.pid}) did not say {event!r}: "
+                           f"{line.strip()[-500:]}")
+    return msg
+
+
+def _close(proc: subprocess.Popen) -> None:
+    """End a worker that reads stdin: EOF, then SIGTERM, then SIGKILL."""
+    if proc.stdin and not proc.stdin.closed:
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.close()
+    for stop in (None, proc.terminate, proc.kill):
+        if stop:
+            stop()
+        try:
+            proc.wait(2)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    for stream in (proc.stdout, proc.stderr):
+        if stream:
+            stream.close()
 
 
 @dataclass
@@ -271,6 +310,66 @@ class FailoverLab:
         host = MininetHost(self.net.host(nic))
         return host.popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True)
+
+    # ---- where flows go ------------------------------------------------------------------
+    def trace_paths(self, flows: list[Flow], count: int = TRACE_PACKETS,
+                    timeout: float = 3.0) -> dict[str, frozenset[tuple[str, int]]]:
+        """Flow name -> the (switch, egress port)s its packets leave through.
+
+        Each flow in turn sends `count` packets alone (same 5-tuple as the flow, so the same
+        ECMP and NIC-port choices); a port is on its path when its tx counter grew by at least
+        half of them (controller probes and ICMP replies add a few packets elsewhere).
+        Call it with no other traffic running."""
+        paths = {}
+        for src in sorted({f.src for f in flows}):
+            mine = [f for f in flows if f.src == src]
+            argv = python_argv("experiments.failover_flows", "trace", "--count", str(count))
+            for f in mine:
+                argv += ["--flow", f"{f.dst_ip}:{f.qpn}:{f.sport}"]
+            host = MininetHost(self.net.host(src))
+            proc = host.popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+            try:
+                _expect(proc, "ready")
+                for f in mine:
+                    before = self._tx_counts()
+                    proc.stdin.write("go\n")
+                    proc.stdin.flush()
+                    _expect(proc, "sent")
+                    paths[f.name] = self._burst_path(f, before, count, timeout)
+            finally:
+                _close(proc)
+        return paths
+
+    def _tx_counts(self) -> dict[tuple[str, int], int]:
+        out = {}
+        for sw in self.spec.switches:
+            _rx, tx = self.ctl.port_counters(sw.name)
+            out.update(((sw.name, port), packets) for port, (packets, _bytes) in tx.items())
+        return out
+
+    def _burst_path(self, flow: Flow, before: dict[tuple[str, int], int], count: int,
+                    timeout: float) -> frozenset[tuple[str, int]]:
+        """Wait until the burst reached the destination NIC; the ports it left through."""
+        last_hops = self.spec.attachments(flow.dst)
+        deadline = time.monotonic() + timeout
+        while True:
+            grown = {key: n - before.get(key, 0) for key, n in self._tx_counts().items()}
+            delivered = sum(grown.get(hop, 0) for hop in last_hops)
+            if delivered >= count or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)  # counter poll interval
+        if delivered < count // 2:
+            raise RuntimeError(f"trace of {flow.name}: {delivered} of {count} packets reached "
+                               f"{flow.dst} within {timeout:g} s; the fabric does not forward")
+        return frozenset(key for key, n in grown.items() if n >= count // 2)
+
+    def crosses(self, kind: str, target: str, path: frozenset[tuple[str, int]]) -> bool:
+        """Whether a flow with this traced path goes through the failure's target."""
+        if kind == "tor":
+            return any(sw == target for sw, _ in path)
+        link = links.find_link(self.spec, target)
+        return any((end.node, end.port) in path for end in (link.a, link.b))
 
     # ---- what to fail --------------------------------------------------------------------
     def tors_of(self, nics: list[str]) -> list[str]:

@@ -19,7 +19,8 @@ class FlowOutcome:
     loss_window_s: float
     lost: int
     recovery_s: float | None  # None: not back to full throughput before the run ended
-    affected: bool
+    affected: bool  # lost packets or went silent around the failure
+    crossed: bool = False  # its path went through the failed link or switch
 
 
 def loss_window(gaps: Sequence[Sequence[float]], t_fail: float, horizon_s: float = 5.0,
@@ -82,10 +83,12 @@ def recovery_time(bins: Mapping[int, float], bin_s: float, t_fail_s: float, *,
 
 
 def outcome(flow: str, record: Mapping, bins: Mapping[int, float], bin_s: float,
-            t0: float, t_fail: float, horizon_s: float = 5.0, span: bool = False) -> FlowOutcome:
-    """One flow's outcome from its receiver summary (`gaps`, `lost`) and its bins."""
+            t0: float, t_fail: float, horizon_s: float = 5.0, span: bool = False,
+            crossed: bool = False) -> FlowOutcome:
+    """One flow's outcome from its receiver summary (`gaps`, `lost`) and its bins; `crossed`
+    says whether its path went through what failed (a flow can cross it and lose nothing)."""
     window = loss_window(record.get("gaps", []), t_fail, horizon_s, span=span)
     lost = int(record.get("lost", 0))
     affected = window > 0 or lost > 0
     recovery = recovery_time(bins, bin_s, t_fail - t0, smooth=10) if affected else 0.0
-    return FlowOutcome(flow, round(window, 6), lost, recovery, affected)
+    return FlowOutcome(flow, round(window, 6), lost, recovery, affected, crossed)

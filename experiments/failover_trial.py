@@ -1,7 +1,8 @@
 """One failover trial: flows run, a link (or a ToR) fails, comes back; what each flow lost.
 
-The failed link is the candidate of its kind that carried the most packets just before (port
-counters), so the failure always hits traffic:
+Before the flows start, each one's path is traced (`FailoverLab.trace_paths`); the failed link is
+the candidate of its kind that the most flows cross, so the failure always hits traffic and every
+flow's outcome says whether it crossed what failed:
 - `uplink`: a source ToR's uplink (the ToR's own data plane skips the dead ECMP member);
 - `downlink`: an aggregation switch's link down to a destination ToR (only the controller can
   steer the upstream switches away from it);
@@ -36,7 +37,7 @@ class TrialResult:
         events = [e for e in self.events if e.rerouted is not None and not e.up]
         first = min(events, key=lambda e: e.seen, default=None)
         return [{"kind": self.kind, "trial": self.trial, "target": self.failure.target,
-                 "flow": o.flow, "affected": int(o.affected),
+                 "flow": o.flow, "crossed": int(o.crossed), "affected": int(o.affected),
                  "loss_window_ms": round(o.loss_window_s * 1000, 2), "lost": o.lost,
                  "recovery_s": "" if o.recovery_s is None else o.recovery_s,
                  "controller_detect_ms": "" if first is None
@@ -64,9 +65,19 @@ class TrialResult:
                  "writes": e.writes, "error": e.error} for e in self.events]
 
 
-def pick_failure(lab: FailoverLab, kind: str, flows: list[Flow]) -> Failure:
-    link = lab.busiest_link(lab.candidates(kind, flows))
-    return Failure(kind, lab.target_of(kind, link))
+def pick_failure(lab: FailoverLab, kind: str, flows: list[Flow],
+                 paths: dict[str, frozenset[tuple[str, int]]]) -> Failure:
+    """The candidate of `kind` that the most traced flows cross (the first of equals)."""
+    best, most = None, 0
+    for link in lab.candidates(kind, flows):
+        target = lab.target_of(kind, link)
+        n = sum(lab.crosses(kind, target, paths[f.name]) for f in flows)
+        if n > most:
+            best, most = target, n
+    if best is None:
+        raise RuntimeError(f"no flow crosses any {kind} candidate in {lab.spec.name}: "
+                           f"traced paths {sorted(map(sorted, paths.values()))}")
+    return Failure(kind, best)
 
 
 def settle(lab: FailoverLab, timeout: float = 15.0) -> None:
@@ -90,9 +101,10 @@ def run_trial(lab: FailoverLab, kind: str, trial: int, params: dict, *,
 
     `on_tick(run, failure, phase)` is called about every 0.1 s (live views)."""
     flows = lab.plan_flows(lab.default_pairs(), params["flows_per_pair"])
+    paths = lab.trace_paths(flows)
+    failure = pick_failure(lab, kind, flows, paths)
     events_before = len(lab.rc.events) if lab.rc else 0
     with lab.start_flows(flows, pps=params["pps"], size=params["size"]) as run:
-        failure = Failure(kind, "")
 
         def hold(seconds: float, phase: str) -> None:
             end = time.monotonic() + seconds
@@ -102,8 +114,6 @@ def run_trial(lab: FailoverLab, kind: str, trial: int, params: dict, *,
                 time.sleep(min(0.1, max(0.0, end - time.monotonic())))  # the view's refresh
 
         hold(params["before_s"], "before")
-        picked = pick_failure(lab, kind, flows)
-        failure.target = picked.target
         lab.fail(failure, params["drop"])
         hold(params["fail_s"], "failed")
         lab.restore(failure)
@@ -115,7 +125,8 @@ def run_trial(lab: FailoverLab, kind: str, trial: int, params: dict, *,
     bins = run.snapshot()
     horizon = params["fail_s"]
     outcomes = [outcome(f.name, run.results.get(f.name, {}), bins.get(f.name, {}), run.bin_s,
-                        run.t0, failure.t_fail, horizon, span=kind == "silent")
+                        run.t0, failure.t_fail, horizon, span=kind == "silent",
+                        crossed=lab.crosses(kind, failure.target, paths[f.name]))
                 for f in flows]
     events = list(lab.rc.events[events_before:]) if lab.rc else []
     return TrialResult(kind, trial, failure, flows, run.t0, run.bin_s, outcomes, bins, events)

@@ -134,7 +134,7 @@ def report(trial: TrialResult, out: TextIO) -> None:
     out.write(f"  {'flow':<22}{'loss window':>12}{'lost':>7}{'back to full':>14}\n")
     for o in trial.outcomes:
         back = "-" if o.recovery_s is None else f"{o.recovery_s:.2f} s"
-        window = f"{o.loss_window_s * 1000:.0f} ms" if o.affected else "not hit"
+        window = f"{o.loss_window_s * 1000:.0f} ms" if o.crossed else "not crossed"
         out.write(f"  {o.flow:<22}{window:>12}{o.lost:>7}{back:>14}\n")
     for e in trial.events:
         if e.rerouted is not None:

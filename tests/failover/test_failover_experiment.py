@@ -15,19 +15,29 @@ pytestmark = [pytest.mark.mininet, pytest.mark.slow]
 def test_quick_failover_run_measures_every_kind_it_fails(tmp_path: Path) -> None:
     result = execute(EXPERIMENT, quick=True, fabric="leafspine", target="p4switch",
                      base=tmp_path, progress=lambda _: None,
-                     overrides={"kinds": "uplink,downlink", "fail_s": "2.5"})
+                     overrides={"kinds": "uplink,downlink", "fail_s": "2.5",
+                                "flows_per_pair": "6"})
     outcomes = result.read_csv("outcomes.csv")
     assert {row["kind"] for row in outcomes} == {"uplink", "downlink"}
     for kind in ("uplink", "downlink"):
-        hit = [row for row in outcomes if row["kind"] == kind and row["affected"] == "1"]
-        assert hit, f"no flow crossed the failed {kind}"
-        for row in hit:
-            window = float(row["loss_window_ms"])
-            assert 0 < window < 2500, f"{kind}: loss window {window} ms outside the failure"
-            assert int(row["lost"]) >= 0
+        rows = [row for row in outcomes if row["kind"] == kind]
+        crossed = [row for row in rows if row["crossed"] == "1"]
+        assert crossed, f"no traced flow crossed the failed {kind}"
+        for row in crossed:
+            window, lost = float(row["loss_window_ms"]), int(row["lost"])
+            assert 0 <= window < 2500, f"{kind}: loss window {window} ms outside the failure"
+            assert lost >= 0, row
+        for row in rows:
+            if row["crossed"] == "0":
+                assert row["lost"] == "0" and float(row["loss_window_ms"]) == 0, \
+                    f"{kind}: {row['flow']} lost packets without crossing {row['target']}"
+    # Until the controller rewrites the upstream ToR (tens of ms), the aggregation switch drops
+    # what it would send down the dead link: at 120 pps per flow that always costs packets.
+    downlink = [row for row in outcomes if row["kind"] == "downlink" and row["crossed"] == "1"]
+    assert all(int(row["lost"]) > 0 for row in downlink), downlink
     events = result.read_csv("events.csv")
-    downlink = [e for e in events if e["kind"] == "downlink"]
-    assert {"down", "up"} <= {e["state"] for e in downlink}, "controller missed the downlink events"
+    down_events = [e for e in events if e["kind"] == "downlink"]
+    assert {"down", "up"} <= {e["state"] for e in down_events}, "the controller missed them"
     assert all(not e["error"] for e in events)
     timeline = result.read_csv("timeline.csv")
     assert timeline and any(float(r["goodput_bps"]) > 0 for r in timeline)
