@@ -21,7 +21,7 @@ from typing import TypeVar
 from controller.intent import DEFAULT_NAMES, Intent, RoutingNames
 from controller.p4rt import P4RuntimeClient, P4RuntimeError
 from controller.pipeline import Pipeline
-from controller.routes import GroupIds, SwitchRoutes, compute_routes, keep_group_ids
+from controller.routes import SwitchRoutes, compute_routes
 from controller.schema import Schema
 from controller.sync import ControllerError, SyncReport, sync_switch
 from topos.model import FabricSpec
@@ -55,8 +55,6 @@ class FabricController:
         self.workers = workers
         self.clients: dict[str, P4RuntimeClient] = {}
         self.down_ports: set[tuple[str, int]] = set()  # (switch, port) whose link is down
-        self.group_ids: dict[str, GroupIds] = {}  # per switch, the groups it may hold now
-        self._synced: dict[str, SwitchRoutes] = {}  # per switch, the plan it was brought to
         self._lock = threading.Lock()  # one reprogramming at a time
 
     # ---- parallel helper -----------------------------------------------------------------
@@ -117,13 +115,11 @@ class FabricController:
         return live
 
     def routes(self) -> dict[str, SwitchRoutes]:
-        """What every switch should hold now; group ids stay those of the installed groups."""
         plan = compute_routes(self.live_spec(), hash_seed=self.hash_seed)
+        # a down link's port keeps its source MAC: the entry is harmless and saves rewrites
         for name, routes in plan.items():
-            # a down link's port keeps its source MAC: the entry is harmless and saves rewrites
             routes.source_macs = {ln.end(name).port: ln.end(name).mac
                                   for ln in self.spec.links_of(name)}
-            keep_group_ids(routes, self.group_ids.get(name, {}), self._synced.get(name))
         return plan
 
     def program(self, *, push_pipeline: bool = True) -> list[SyncReport]:
@@ -131,15 +127,9 @@ class FabricController:
         with self._lock:
             plan = self.routes()
             pipeline = self.pipeline if push_pipeline else None
-            for name in self.clients:  # until a switch is in sync it may hold old and new groups
-                self.group_ids[name] = {**self.group_ids.get(name, {}), **plan[name].groups}
-                self._synced.pop(name, None)
             reports = self._each(
                 self.clients,
                 lambda name: sync_switch(self.clients[name], self.intent, plan[name], pipeline))
-            for name in self.clients:
-                self.group_ids[name] = dict(plan[name].groups)
-                self._synced[name] = plan[name]
         return [reports[name] for name in self.clients]
 
     def mark_link(self, switch: str, port: int, *, up: bool) -> None:

@@ -10,12 +10,13 @@ switch's seed.
 
 from __future__ import annotations
 
+import copy
 import ipaddress
 from dataclasses import dataclass
 
 from p4.v1 import p4runtime_pb2
 
-from controller.routes import SwitchRoutes
+from controller.routes import PortSet, SwitchRoutes, keep_group_ids
 from controller.schema import Schema, decode, encode, mac_to_int
 from controller.state import DeviceState
 
@@ -82,6 +83,30 @@ class Intent:
         entity.table_entry.is_default_action = True
         return entity
 
+    def route_key(self, prefix: str) -> tuple:
+        """The `DeviceState.entries` key of a prefix's LPM entry."""
+        net = ipaddress.IPv4Network(prefix)
+        match = ((self.lpm_field.id, "lpm",
+                  encode(int(net.network_address), self.lpm_field.bitwidth, "prefix"),
+                  net.prefixlen),)
+        return (self.lpm.preamble.id, match, 0)
+
+    def adopt_group_ids(self, routes: SwitchRoutes, have: DeviceState) -> SwitchRoutes:
+        """`routes` with group ids renumbered after the groups the device holds, so that the
+        rewrite from `have` is make-before-break (`controller.routes.keep_group_ids`)."""
+        profile_id = self.profile.preamble.id
+        installed: dict[int, PortSet] = {
+            gid: tuple(sorted(member_id for member_id, _w, _watch in members))
+            for (pid, gid), members in have.groups.items() if pid == profile_id}
+        pointed: dict[str, PortSet] = {}
+        for prefix in routes.routes:
+            entry = have.entries.get(self.route_key(prefix))
+            if entry and entry[0] == "group" and entry[1] in installed:
+                pointed[prefix] = installed[entry[1]]
+        adopted = copy.copy(routes)
+        keep_group_ids(adopted, installed, pointed)
+        return adopted
+
     def state(self, routes: SwitchRoutes) -> DeviceState:
         state = DeviceState()
         profile_id = self.profile.preamble.id
@@ -98,11 +123,7 @@ class Intent:
                 (hop.port, 1, encode(hop.port, port_width, "watch port")) for hop in hops))
             state.group_sizes[key] = max_size
         for prefix, hops in routes.routes.items():
-            net = ipaddress.IPv4Network(prefix)
-            match = ((self.lpm_field.id, "lpm",
-                      encode(int(net.network_address), self.lpm_field.bitwidth, "prefix"),
-                      net.prefixlen),)
-            state.entries[(self.lpm.preamble.id, match, 0)] = ("group", routes.groups[hops])
+            state.entries[self.route_key(prefix)] = ("group", routes.groups[hops])
         for port, mac in routes.source_macs.items():
             match = ((self.smac_field.id, "exact",
                       encode(port, self.smac_field.bitwidth, "port")),)

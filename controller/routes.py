@@ -9,9 +9,10 @@ Next-hop sets are shared: prefixes whose sets are equal point at one action-sele
 Member ids are P4 port numbers (a port has exactly one neighbour, so one next hop); group ids are
 numbered 1.. in the order the sets are first used, walking the NICs in fabric order.
 
-When routes change on a running fabric, `keep_group_ids` gives every next-hop set that is already
-installed its installed id and new sets ids nobody uses, so a reroute only inserts groups, repoints
-prefixes and deletes groups: a group never changes members under prefixes that still use it.
+Those ids are what a fresh switch gets. On a switch that already holds groups, `keep_group_ids`
+renumbers the plan after what the switch holds: an installed next-hop set keeps its id, and new
+sets get ids no installed group has (or take over a group all of whose prefixes move to them), so
+a reroute never changes a group's members under a prefix that should go elsewhere.
 """
 
 from __future__ import annotations
@@ -126,31 +127,39 @@ def compute_routes(spec: FabricSpec, *, hash_seed: int | None = None) -> dict[st
 
 
 
-GroupIds = dict[tuple[NextHop, ...], int]  # next-hop set -> group id
+
+PortSet = tuple[int, ...]  # a next-hop set by its egress ports (sorted)
 
 
-def keep_group_ids(routes: SwitchRoutes, installed: GroupIds,
-                   previous: SwitchRoutes | None = None) -> None:
-    """Renumber `routes.groups` in place so that going from `previous` to `routes` is hitless.
+def port_set(hops: tuple[NextHop, ...]) -> PortSet:
+    return tuple(sorted(hop.port for hop in hops))
 
-    `installed` maps every next-hop set the switch may hold to its group id; `previous` is the
-    plan it was last brought to, if that succeeded. A set already installed keeps its id. A new
-    set takes over the id of an installed set that goes away when every remaining prefix of
-    that set moves to the new one (a shrinking or growing ECMP group: one group write).
-    Any other new set gets its fresh id if that is free, else the lowest free id."""
+
+def keep_group_ids(routes: SwitchRoutes, installed: dict[int, PortSet],
+                   pointed: dict[str, PortSet]) -> None:
+    """Renumber `routes.groups` in place so that rewriting a switch to `routes` is hitless.
+
+    `installed` is the switch's groups (id -> next-hop ports), `pointed` the ports each of the
+    plan's prefixes uses on the switch now. A set already installed keeps its id. A new set takes
+    over the id of an installed set that goes away when every prefix using that set moves to the
+    new one (a shrinking or growing ECMP group: one group write, no prefix repointed). Any other
+    new set gets its fresh id if no installed group has it, else the lowest such id."""
     if not installed:
         return
-    taken = set(installed.values())
-    ids = {hops: installed[hops] for hops in routes.groups if hops in installed}
-    if previous is not None:
-        movers: dict[tuple[NextHop, ...], set[tuple[NextHop, ...]]] = {}
-        for prefix, old in previous.routes.items():
-            if old not in routes.groups and old in installed and prefix in routes.routes:
-                movers.setdefault(old, set()).add(routes.routes[prefix])
-        for old in sorted(movers, key=installed.__getitem__):
-            (heir, *others) = movers[old]
-            if not others and heir not in ids:
-                ids[heir] = installed[old]
+    id_of: dict[PortSet, int] = {}
+    for gid, ports in sorted(installed.items()):
+        id_of.setdefault(ports, gid)
+    wanted = {port_set(hops) for hops in routes.groups}
+    ids = {hops: id_of[port_set(hops)] for hops in routes.groups if port_set(hops) in id_of}
+    movers: dict[PortSet, set[tuple[NextHop, ...]]] = {}
+    for prefix, old in pointed.items():
+        if old not in wanted and old in id_of and prefix in routes.routes:
+            movers.setdefault(old, set()).add(routes.routes[prefix])
+    for old in sorted(movers, key=id_of.__getitem__):
+        heir, *others = movers[old]
+        if not others and heir not in ids:
+            ids[heir] = id_of[old]
+    taken = set(installed)
     for hops, fresh in routes.groups.items():
         if hops in ids:
             continue

@@ -85,8 +85,8 @@ def sync_switch(client: P4RuntimeClient, intent: Intent, routes: SwitchRoutes,
         if pipeline is not None:
             report.pipeline_pushed = ensure_pipeline(client, pipeline)
             report.pipeline_seconds = time.monotonic() - started
-        want = intent.state(routes)
         have = read_state(client, intent)
+        want = intent.state(intent.adopt_group_ids(routes, have))
         for batch in plan_updates(want, have):
             client.write(batch)
             for update in batch:

@@ -1,5 +1,6 @@
 """A reroute never sends a prefix anywhere but its old or its new next hops, at any point of the
-write sequence: group ids of installed next-hop sets are kept (`keep_group_ids`)."""
+write sequence: the plan's group ids are adopted from what the switch holds
+(`Intent.adopt_group_ids`, as `sync_switch` does)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from p4.v1 import p4runtime_pb2
 
 from controller.intent import Intent
-from controller.routes import SwitchRoutes, compute_routes, keep_group_ids
+from controller.routes import SwitchRoutes, compute_routes
 from controller.schema import Schema
 from controller.state import DeviceState, add_read_entities, plan_updates
 from tests.controller.routing_model import routing_p4info
@@ -72,15 +73,17 @@ def without(spec, link):
     return live
 
 
-def reroute(spec, link, keep: bool):
-    """(before, failed, restored) plans per switch, numbered as the controller would."""
+def reroute(intent, spec, link, keep: bool):
+    """(before, failed, restored) plans per switch, each numbered as the sync would number it
+    on a switch holding the previous one (or freshly, without `keep`)."""
     before = compute_routes(spec)
     failed = compute_routes(without(spec, link))
     restored = compute_routes(spec)
     if keep:
         for name in before:
-            keep_group_ids(failed[name], before[name].groups, before[name])
-            keep_group_ids(restored[name], failed[name].groups, failed[name])
+            failed[name] = intent.adopt_group_ids(failed[name], installed(intent, before[name]))
+            restored[name] = intent.adopt_group_ids(restored[name],
+                                                    installed(intent, failed[name]))
     return before, failed, restored
 
 
@@ -96,7 +99,7 @@ def test_failing_and_restoring_any_link_never_misroutes_a_prefix(intent, fabric,
     spec = build_fabric(fabric)
     checked = 0
     for link in switch_links(spec):
-        before, failed, restored = reroute(spec, link, keep=True)
+        before, failed, restored = reroute(intent, spec, link, keep=True)
         for name in before:
             assert misroutes(intent, before[name], failed[name]) == []
             assert misroutes(intent, failed[name], restored[name]) == []
@@ -113,14 +116,14 @@ def test_fresh_numbering_would_misroute_during_the_rewrite(intent):
     wrong port when leaf0's uplink fails (its groups are renumbered under live prefixes)."""
     spec = build_fabric("leafspine")
     link = next(ln for ln in spec.links if {ln.a.node, ln.b.node} == {"leaf0", "spine1"})
-    before, failed, _ = reroute(spec, link, keep=False)
+    before, failed, _ = reroute(intent, spec, link, keep=False)
     assert misroutes(intent, before["leaf3"], failed["leaf3"])
 
 
 def test_a_shrinking_group_is_rewritten_in_place(intent):
     spec = build_fabric("leafspine")
     link = next(ln for ln in spec.links if {ln.a.node, ln.b.node} == {"leaf0", "spine1"})
-    before, failed, _ = reroute(spec, link, keep=True)
+    before, failed, _ = reroute(intent, spec, link, keep=True)
     leaf0, leaf3 = (before["leaf0"], failed["leaf0"]), (before["leaf3"], failed["leaf3"])
     (uplinks_id,) = {g for hops, g in leaf0[0].groups.items() if len(hops) == 2}
     (spine0_id,) = {g for hops, g in leaf0[1].groups.items() if len(hops) == 1
@@ -133,3 +136,14 @@ def test_a_shrinking_group_is_rewritten_in_place(intent):
     # leaf3 still uses both spines for leaf1/2: the set for leaf0 is new and gets a free id
     new_ids = set(leaf3[1].groups.values()) - set(leaf3[0].groups.values())
     assert len(new_ids) == 1 and not new_ids & set(leaf3[0].groups.values())
+
+
+def test_a_switch_already_in_place_is_left_alone_whatever_its_ids(intent):
+    """A controller that starts against switches rerouted by another one writes nothing."""
+    spec = build_fabric("bigraph")
+    link = next(ln for ln in switch_links(spec) if {ln.a.node, ln.b.node} == {"up0", "lo0"})
+    _, _, restored = reroute(intent, spec, link, keep=True)
+    fresh = compute_routes(spec)["up0"]
+    assert restored["up0"].groups != fresh.groups  # the switch holds other ids than fresh ones
+    device = installed(intent, restored["up0"])
+    assert plan_updates(intent.state(intent.adopt_group_ids(fresh, device)), device) == []
