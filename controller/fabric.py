@@ -115,7 +115,17 @@ class FabricController:
         return live
 
     def routes(self) -> dict[str, SwitchRoutes]:
-        plan = compute_routes(self.live_spec(), hash_seed=self.hash_seed)
+        """What every switch should hold with the links that are up.
+
+        A switch with no link up (a failed ToR) keeps the routes it has when whole: it cannot
+        forward anyway, and when its links come back it forwards at once instead of dropping
+        what its hosts send it until the controller has rewritten it."""
+        live = self.live_spec()
+        plan = compute_routes(live, hash_seed=self.hash_seed)
+        cut_off = [sw.name for sw in self.spec.switches if not live.links_of(sw.name)]
+        if cut_off:
+            whole = compute_routes(self.spec, hash_seed=self.hash_seed)
+            plan.update((name, whole[name]) for name in cut_off)
         # a down link's port keeps its source MAC: the entry is harmless and saves rewrites
         for name, routes in plan.items():
             routes.source_macs = {ln.end(name).port: ln.end(name).mac

@@ -6,7 +6,8 @@ traces every flow's path, fails the link of one kind (`uplink`, `downlink`, `tor
 see `experiments.failover_trial`) that the most flows cross, holds the failure, restores it and
 lets the fabric settle. Per flow: whether it crossed what failed, the loss window (last packet
 before the failure to the first after it, or for a silent drop the span of its losses; 0 when
-the failover lost nothing), packets lost, and time back to full throughput.
+the failover lost nothing), packets lost (and how many when the link came back), and time back
+to full throughput.
 
 Files: `outcomes.csv` (one row per flow and trial), `timeline.csv` (10 ms throughput bins per
 flow, time relative to the failure), `events.csv` (the controller's link events); plots
@@ -32,7 +33,8 @@ from experiments.results import ResultDir
 from topos import build_fabric
 
 OUTCOME_FIELDS = ["kind", "trial", "target", "flow", "crossed", "affected", "loss_window_ms",
-                  "lost", "recovery_s", "controller_detect_ms", "controller_reroute_ms"]
+                  "lost", "lost_at_restore", "recovery_s", "controller_detect_ms",
+                  "controller_reroute_ms"]
 TIMELINE_FIELDS = ["kind", "trial", "flow", "t_s", "goodput_bps"]
 SMOOTH_BINS = 5  # the timeline plot shows 50 ms means of the 10 ms bins
 EVENT_FIELDS = ["kind", "trial", "link", "state", "source", "t_s", "reroute_ms", "writes",
@@ -84,10 +86,12 @@ def summary(result: ResultDir) -> list[str]:
             continue
         windows = [float(r["loss_window_ms"]) for r in crossed]
         lost = [int(r["lost"]) for r in crossed]
+        at_restore = sum(int(r["lost_at_restore"]) for r in rows if r["kind"] == kind)
         lines.append(f"failover: {kind}: loss window median {statistics.median(windows):.0f} ms, "
                      f"max {max(windows):.0f} ms over {len(crossed)} flows that crossed it "
                      f"({sum(n > 0 for n in lost)} lost packets; "
-                     f"{statistics.median(lost):.0f} lost, median)")
+                     f"{statistics.median(lost):.0f} lost, median; "
+                     f"{at_restore} lost in all when it came back)")
     return lines
 
 

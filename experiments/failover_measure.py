@@ -2,7 +2,9 @@
 
 - **loss window**: the silence the failure caused, from the last packet before it to the first
   after it (a flow the failure did not touch has none: 0);
-- **packets lost**: PSNs never received;
+- **packets lost**: PSNs never received, and how many of them were lost when the link came back
+  (a restore can cost packets too: the data plane uses the link before the routes over it are
+  back);
 - **time to full throughput**: from the failure until the flow's throughput (a rolling mean over
   a few bins) is back at `fraction` of its mean over the second before the failure.
 """
@@ -21,6 +23,7 @@ class FlowOutcome:
     recovery_s: float | None  # None: not back to full throughput before the run ended
     affected: bool  # lost packets or went silent around the failure
     crossed: bool = False  # its path went through the failed link or switch
+    lost_at_restore: int = 0  # of `lost`, those in silences that began when it was restored
 
 
 def loss_window(gaps: Sequence[Sequence[float]], t_fail: float, horizon_s: float = 5.0,
@@ -84,11 +87,15 @@ def recovery_time(bins: Mapping[int, float], bin_s: float, t_fail_s: float, *,
 
 def outcome(flow: str, record: Mapping, bins: Mapping[int, float], bin_s: float,
             t0: float, t_fail: float, horizon_s: float = 5.0, span: bool = False,
-            crossed: bool = False) -> FlowOutcome:
+            crossed: bool = False, t_restore: float | None = None,
+            slack_s: float = 0.05) -> FlowOutcome:
     """One flow's outcome from its receiver summary (`gaps`, `lost`) and its bins; `crossed`
     says whether its path went through what failed (a flow can cross it and lose nothing)."""
-    window = loss_window(record.get("gaps", []), t_fail, horizon_s, span=span)
+    gaps = record.get("gaps", [])
+    window = loss_window(gaps, t_fail, horizon_s, slack_s, span=span)
     lost = int(record.get("lost", 0))
+    at_restore = 0 if t_restore is None else min(lost, sum(
+        int(g[2]) for g in gaps if len(g) > 2 and g[0] >= t_restore - slack_s))
     affected = window > 0 or lost > 0
     recovery = recovery_time(bins, bin_s, t_fail - t0, smooth=10) if affected else 0.0
-    return FlowOutcome(flow, round(window, 6), lost, recovery, affected, crossed)
+    return FlowOutcome(flow, round(window, 6), lost, recovery, affected, crossed, at_restore)

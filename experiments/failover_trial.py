@@ -39,6 +39,7 @@ class TrialResult:
         return [{"kind": self.kind, "trial": self.trial, "target": self.failure.target,
                  "flow": o.flow, "crossed": int(o.crossed), "affected": int(o.affected),
                  "loss_window_ms": round(o.loss_window_s * 1000, 2), "lost": o.lost,
+                 "lost_at_restore": o.lost_at_restore,
                  "recovery_s": "" if o.recovery_s is None else o.recovery_s,
                  "controller_detect_ms": "" if first is None
                  else round((first.seen - self.failure.t_fail) * 1000, 1),
@@ -126,7 +127,8 @@ def run_trial(lab: FailoverLab, kind: str, trial: int, params: dict, *,
     horizon = params["fail_s"]
     outcomes = [outcome(f.name, run.results.get(f.name, {}), bins.get(f.name, {}), run.bin_s,
                         run.t0, failure.t_fail, horizon, span=kind == "silent",
-                        crossed=lab.crosses(kind, failure.target, paths[f.name]))
+                        crossed=lab.crosses(kind, failure.target, paths[f.name]),
+                        t_restore=failure.t_restore)
                 for f in flows]
     events = list(lab.rc.events[events_before:]) if lab.rc else []
     return TrialResult(kind, trial, failure, flows, run.t0, run.bin_s, outcomes, bins, events)

@@ -5,11 +5,14 @@ write sequence: the plan's group ids are adopted from what the switch holds
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 from p4.v1 import p4runtime_pb2
 
+from controller.fabric import FabricController
 from controller.intent import Intent
+from controller.pipeline import Pipeline
 from controller.routes import SwitchRoutes, compute_routes
 from controller.schema import Schema
 from controller.state import DeviceState, add_read_entities, plan_updates
@@ -147,3 +150,19 @@ def test_a_switch_already_in_place_is_left_alone_whatever_its_ids(intent):
     assert restored["up0"].groups != fresh.groups  # the switch holds other ids than fresh ones
     device = installed(intent, restored["up0"])
     assert plan_updates(intent.state(intent.adopt_group_ids(fresh, device)), device) == []
+
+
+def test_a_switch_with_every_link_down_keeps_its_routes_for_when_it_comes_back():
+    spec = build_fabric("hpn7")
+    ctl = FabricController(spec, Pipeline(Path("routing.p4"), "p4switch", routing_p4info(), b""))
+    whole = ctl.routes()
+    tor = "ta-s0r0"
+    for link in spec.links_of(tor):
+        ctl.mark_link(tor, link.end(tor).port, up=False)
+    failed = ctl.routes()
+    assert failed[tor].routes == whole[tor].routes  # not emptied: it forwards once back
+    # everybody else routes around it: no route of another switch leads into it
+    assert all(hop.neighbour != tor for name, routes in failed.items() if name != tor
+               for hops in routes.routes.values() for hop in hops)
+    assert any(hop.neighbour == tor for routes in whole.values()
+               for hops in routes.routes.values() for hop in hops)

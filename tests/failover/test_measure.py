@@ -52,3 +52,13 @@ def test_an_untouched_flow_is_not_affected():
     record = {"gaps": [[T + 0.2, T + 0.25, 0]], "lost": 0}
     result = outcome("f", record, {i: 10 for i in range(300)}, 0.01, T - 1.0, T)
     assert not result.affected and result.loss_window_s == 0 and result.recovery_s == 0
+
+
+def test_losses_after_the_restore_are_counted_apart():
+    t_restore = T + 4.0
+    record = {"gaps": [[T - 0.004, T + 0.05, 5], [t_restore + 0.01, t_restore + 0.04, 3]],
+              "lost": 8}
+    result = outcome("f", record, {}, 0.01, T - 1.0, T, horizon_s=4.0, t_restore=t_restore)
+    assert result.lost == 8 and result.lost_at_restore == 3
+    assert result.loss_window_s == pytest.approx(0.054)
+    assert outcome("f", record, {}, 0.01, T - 1.0, T).lost_at_restore == 0  # no restore time
