@@ -126,8 +126,6 @@ def compute_routes(spec: FabricSpec, *, hash_seed: int | None = None) -> dict[st
     return plan
 
 
-
-
 PortSet = tuple[int, ...]  # a next-hop set by its egress ports (sorted)
 
 

@@ -24,6 +24,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from controller.pipeline import build_pipeline
 from controller.probes import LinkProber
 from controller.reconverge import Reconverger
 from topos.mininet import cli as links
+from topos.mininet.procs import stop_child
 from topos.model import FabricSpec, Link
 from traffic.hosts import MininetHost, python_argv
 
@@ -92,18 +94,11 @@ def _expect(proc: subprocess.Popen, event: str, timeout: float = 20.0) -> dict:
 
 
 def _close(proc: subprocess.Popen) -> None:
-    """End a worker that reads stdin: EOF, then SIGTERM, then SIGKILL."""
+    """End a worker that reads stdin: EOF first, then SIGTERM, then SIGKILL."""
     if proc.stdin and not proc.stdin.closed:
         with contextlib.suppress(BrokenPipeError):
             proc.stdin.close()
-    for stop in (None, proc.terminate, proc.kill):
-        if stop:
-            stop()
-        try:
-            proc.wait(2)
-            break
-        except subprocess.TimeoutExpired:
-            continue
+    stop_child(proc, 2.0, group=False)
     for stream in (proc.stdout, proc.stderr):
         if stream:
             stream.close()
@@ -332,7 +327,7 @@ class FailoverLab:
             try:
                 _expect(proc, "ready")
                 for f in mine:
-                    before = self._tx_counts()
+                    before = self._port_packets(sw.name for sw in self.spec.switches)
                     proc.stdin.write("go\n")
                     proc.stdin.flush()
                     _expect(proc, "sent")
@@ -341,11 +336,15 @@ class FailoverLab:
                 _close(proc)
         return paths
 
-    def _tx_counts(self) -> dict[tuple[str, int], int]:
+    def _port_packets(self, switches: Iterable[str], *,
+                      rx: bool = False) -> dict[tuple[str, int], int]:
+        """(switch, port) -> packets it sent (plus those it received, with `rx`)."""
         out = {}
-        for sw in self.spec.switches:
-            _rx, tx = self.ctl.port_counters(sw.name)
-            out.update(((sw.name, port), packets) for port, (packets, _bytes) in tx.items())
+        for sw in switches:
+            received, sent = self.ctl.port_counters(sw)
+            for port in set(sent) | (set(received) if rx else set()):
+                out[(sw, port)] = (sent.get(port, (0, 0))[0]
+                                   + (received.get(port, (0, 0))[0] if rx else 0))
         return out
 
     def _burst_path(self, flow: Flow, before: dict[tuple[str, int], int], count: int,
@@ -354,7 +353,8 @@ class FailoverLab:
         last_hops = self.spec.attachments(flow.dst)
         deadline = time.monotonic() + timeout
         while True:
-            grown = {key: n - before.get(key, 0) for key, n in self._tx_counts().items()}
+            now = self._port_packets(sw.name for sw in self.spec.switches)
+            grown = {key: n - before.get(key, 0) for key, n in now.items()}
             delivered = sum(grown.get(hop, 0) for hop in last_hops)
             if delivered >= count or time.monotonic() > deadline:
                 break
@@ -399,17 +399,10 @@ class FailoverLab:
         if not ends:
             raise ValueError("no candidate link to fail in this fabric for these flows")
 
-        def counts() -> dict[tuple[str, int], int]:
-            out = {}
-            for sw in {end.node for _, end in ends}:
-                rx, tx = self.ctl.port_counters(sw)
-                for port in set(rx) | set(tx):
-                    out[(sw, port)] = rx.get(port, (0, 0))[0] + tx.get(port, (0, 0))[0]
-            return out
-
-        before = counts()
+        switches = {end.node for _, end in ends}
+        before = self._port_packets(switches, rx=True)
         time.sleep(seconds)  # the observation window
-        after = counts()
+        after = self._port_packets(switches, rx=True)
         return max(ends, key=lambda le: after.get((le[1].node, le[1].port), 0)
                    - before.get((le[1].node, le[1].port), 0))[0]
 
