@@ -207,6 +207,12 @@ class ControlPlaneModel:
     serializable_enums: list[SerializableEnum] = field(default_factory=list)
     # New types (`type`) of key fields and action parameters, likewise.
     new_types: list[NewType] = field(default_factory=list)
+    # Direct counters and meters that no table uses: p4c lists them nowhere, but they have
+    # P4Runtime ids and count for the aliases of the other names.
+    unattached_direct: list[Counter | Meter] = field(default_factory=list)
+    # A control calls an extern function (mark_to_drop, hash, digest, ...): p4c then creates
+    # P4Info's type_info, even if nothing goes into it.
+    calls_extern_functions: bool = False
 
     def table(self, name: str) -> Table:
         return _find(self.tables, name, "table")

@@ -66,6 +66,9 @@ def _collect_symbols(model: cpmodel.ControlPlaneModel) -> ids.SymbolIds:
     for meter in model.meters:
         kind = ids.DIRECT_METER if meter.direct_table else ids.METER
         symbols.add(kind, meter.name, meter.explicit_id)
+    for extern in model.unattached_direct:
+        kind = ids.DIRECT_COUNTER if isinstance(extern, cpmodel.Counter) else ids.DIRECT_METER
+        symbols.add(kind, extern.name, extern.explicit_id)
     for register in model.registers:
         symbols.add(ids.REGISTER, register.name, register.explicit_id)
     for digest in model.digests:
@@ -132,10 +135,13 @@ class _Builder:
 
     def _has_type_info(self) -> bool:
         # p4c creates the (possibly empty) type_info as soon as it converts any type: a table key,
-        # an action parameter, an extern instance, a digest or a controller header field.
+        # an action parameter, an extern instance (used or not), a digest or a controller
+        # header field; and for every call of an extern function from a control.
         m = self.model
         return bool(
-            m.tables
+            m.calls_extern_functions
+            or m.unattached_direct
+            or m.tables
             or any(a.params for a in m.actions)
             or m.action_profiles
             or m.counters

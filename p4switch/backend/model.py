@@ -94,6 +94,8 @@ class ModelBuilder:
         params = [cp.Param(A.annotation_string(p.annotations, "name") or p.name,
                            _annos(p.annotations), _id(p.annotations), param_width(p.sym.type))
                   for p in decl.params if not p.direction] if in_table else []
+        if key[-1:] == (-1,):  # a top-level action: p4c copies it to the front of the
+            key = (*key[:1], -1)  # locals of the stage's control, nested ones inlined
         a = self._actions.get(name)
         if a is None:
             a = cp.Action(name, _annos(decl.annotations), _id(decl.annotations), params)
@@ -111,9 +113,28 @@ class ModelBuilder:
     def sort(self) -> None:
         """Put every list in p4c's order: by stage, then declaration position (stable)."""
         m = self.model
-        for items in (m.tables, m.actions, m.counters, m.meters, m.registers,
-                      m.action_profiles):
+        m.tables.sort(key=lambda obj: self.keys.get(id(obj), ()))
+        self._order_top_level_actions()
+        for items in (m.actions, m.counters, m.meters, m.registers, m.action_profiles):
             items.sort(key=lambda obj: self.keys.get(id(obj), ()))
+
+    def _order_top_level_actions(self) -> None:
+        """p4c copies the top-level actions a control uses to the front of its locals in the
+        order it meets them: the tables' action lists (in table order), then direct calls."""
+        m = self.model
+        by_name = {a.name: a for a in m.actions}
+        rank: dict[int, int] = {}
+        for table in m.tables:
+            stage = self.keys.get(id(table), ())[:1]
+            for ref in table.action_refs:
+                a = by_name.get(ref.name)
+                key = self.keys.get(id(a), ()) if a is not None else ()
+                if key == (*stage, -1) and id(a) not in rank:
+                    rank[id(a)] = len(rank)
+        for a in m.actions:
+            key = self.keys.get(id(a), ())
+            if len(key) == 2 and key[1] == -1:
+                self.keys[id(a)] = (*key, rank.get(id(a), len(rank)))
 
 
 def _annos(annos: list[cp.Annotation]) -> list[cp.Annotation]:

@@ -249,6 +249,8 @@ class ParserGen:
             raise Unsupported(c.pos, "applying a parser passed as a constructor argument")
         decl = isym.type.decl
         inst = self.sub_instance(isym, env)
+        if not _redundant(decl):  # p4c drops the call (and the instance) of a redundant parser
+            self.declare_externs(decl, inst.prefix)
         inner = Env(env, None, inst)
         copyouts = self.bind_params(c.bound, env, inner, by_ref_ok=True)
         done = self.em.fresh("sub_done")
@@ -256,6 +258,12 @@ class ParserGen:
         self.gen_parser_states(decl, inner, "break")
         for line in copyouts:
             self.em.line(line)
+
+
+def _redundant(decl: A.ParserDecl) -> bool:
+    """A parser whose start state does nothing but accept (p4c's RemoveRedundantParsers)."""
+    start = next((s for s in decl.states if s.name == "start"), None)
+    return start is not None and not start.stmts and start.next == "accept"
 
 
 def _next_member(e: A.Expr) -> A.Member | None:

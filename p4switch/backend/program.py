@@ -18,6 +18,7 @@ from .emitter import Emitter
 from .env import Env, Frame, Instance
 from .expr import ExprGen, Unsupported, literal
 from .externs import ExternGen
+from .listed import ListedGen
 from .model import ModelBuilder, explicit_id, local_name
 from .parser import ParserGen
 from .stmt import StmtGen
@@ -37,7 +38,7 @@ _COUNTER_UNITS = ("packets", "bytes", "packets_and_bytes")
 _METER_UNITS = ("packets", "bytes")
 
 
-class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
+class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen, ListedGen):
     def __init__(self, info: ProgramInfo, program: str, reporter: Reporter):
         self.info = info
         self.reporter = reporter
@@ -59,6 +60,7 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
         self.in_parser = False
         self.instance_paths: dict[str, Instance] = {}  # prefix -> instance (for order keys)
         self.enums_used: dict[str, EnumType] = {}  # serializable enums the model refers to
+        self.init_listed()
 
     # ---- helpers used by the mixins -----------------------------------------------------
     def closure(self, expr: str, hint: str) -> str:
@@ -76,6 +78,7 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
         return local_name(decl, prefix)
 
     def function_name(self, decl: A.FunctionDecl) -> str:
+        self.note_function_call(decl)
         name = self.functions.get(id(decl))
         if name is None:
             name = f"_fn_{decl.name}_{len(self.functions)}"
@@ -85,8 +88,10 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
 
     def sub_instance(self, isym: InstanceSym, env: Env) -> Instance:
         outer = env.instance
-        inst = Instance(isym.type.decl, local_name(isym.decl, outer.prefix), "",
-                        outer.position(isym.decl))
+        path = outer.position(isym.decl)
+        if path[-1] == -1:  # a direct invocation: p4c appends its instance to the locals
+            path = (*path[:-1], len(getattr(outer.decl, "locals", [])))
+        inst = Instance(isym.type.decl, local_name(isym.decl, outer.prefix), "", path)
         self.instance_paths[inst.prefix] = inst
         return inst
 
@@ -97,12 +102,7 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
         for loc in decl.locals:
             if isinstance(loc, A.VarDecl):
                 self.stmt(loc, env)
-            elif isinstance(loc, A.Instantiation):
-                # p4c lists action profiles in P4Info even when no table uses them
-                sym = decl.scope.names.get(loc.name)
-                if isinstance(sym, InstanceSym) and isinstance(sym.type, ExternType) and \
-                        sym.type.decl.name in ("action_profile", "action_selector"):
-                    self.extern_instance(sym, inst.prefix)
+        self.declare_externs(decl, inst.prefix)  # p4c lists them, used or not
 
     def global_instance(self, sym: InstanceSym) -> str | None:
         """An extern instantiated at the top level (shared by all controls), named as is."""
@@ -196,6 +196,7 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
                 em.line("try:")
                 with em.indent():
                     self.prefixes[id(decl)] = inst.prefix
+                    self.declare_externs(decl, inst.prefix)
                     self.in_parser = True
                     try:
                         self.gen_parser_states(decl, env, "return _off")
@@ -243,6 +244,7 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
                 if p.direction in ("out", "inout"):
                     outs.append(v)
             em.line(f"def {name}(ctx, _sm, {', '.join(params)}):")
+            self.current_function = id(decl)
             with em.indent():
                 if outs:
                     rv = em.fresh("ret")
@@ -256,6 +258,7 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
                     em.line(f"return ({rv}, {''.join(o + ', ' for o in outs)})")
                 else:
                     self.block(decl.body.stmts, env)
+            self.current_function = None
             em.line("")
 
     def _note_enums(self, t) -> None:
@@ -269,6 +272,7 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
     def finish_model(self) -> cp.ControlPlaneModel:
         m = self.model.model
         m.package_annotations = list(self.info.main_annotations)
+        m.calls_extern_functions = self.controls_call_extern_functions()
         for c in m.counters:
             for info in self.tables.values():
                 if info.model.direct_counter == c.name:
@@ -279,6 +283,7 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen):
                     mt.direct_table = info.name
         for p in m.action_profiles:
             p.table_names = self.profile_tables.get(p.name, [])
+        m.unattached_direct = self.unattached_direct(m)
         for name, t in self.digest_types.items():
             try:
                 fields = [cp.StructField(n, bit_width(ft)) for n, ft in t.fields]
@@ -319,6 +324,7 @@ def generate(info: ProgramInfo, program: str, reporter: Reporter):
     try:
         gen.em = body
         body.level = 1
+        gen.declare_global_externs()
         for role in ("parser", "verify_checksum", "ingress", "egress", "compute_checksum",
                      "deparser"):
             decl = info.blocks.get(role)

@@ -140,4 +140,5 @@ def test_names_follow_p4c_rules():
     assert [a.name for a in m.actions] == ["NoAction", "Ing.calls_helper", "Ing.direct",
                                            "Ing.blue"]
     assert [p.name for p in m.action("Ing.blue").params] == ["shade"]
-    assert m.counters == []  # declared but never used: not in P4Info
+    # declared but never used: p4c still lists it
+    assert [(c.name, c.size, c.unit) for c in m.counters] == [("Ing.never_used", 4, "packets")]

@@ -230,7 +230,18 @@ def issue1739_bmv2() -> ControlPlaneModel:
                              new_types=new_types)
 
 
+def extern_function_only() -> ControlPlaneModel:
+    # programs/extern_function_only.p4: nothing but a mark_to_drop() call
+    return ControlPlaneModel("extern_function_only", calls_extern_functions=True)
+
+
+def no_type_info() -> ControlPlaneModel:
+    return ControlPlaneModel("no_type_info", actions=[_action("IG.to_port_one")])
+
+
 MODELS = {
+    "extern_function_only": extern_function_only,
+    "no_type_info": no_type_info,
     "issue1739-bmv2": issue1739_bmv2,
     "register-serenum-bmv2": register_serenum_bmv2,
     "pkginfo_annotation": pkginfo_annotation,

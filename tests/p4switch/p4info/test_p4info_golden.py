@@ -44,7 +44,15 @@ def test_compare_reports_differences_per_object() -> None:
         "tables ingress.bd: line 23: expected 'size: 65536', got 'size: 10'",
         "actions: missing egress.rewrite_src_dst_mac",
     ]
+    # p4c's order is defined: the same objects in another order differ
     in_other_order = build_p4info(MODELS["basic_routing-bmv2"]())
     in_other_order.tables.reverse()
-    assert diff_p4info(expected, in_other_order) == []
+    assert diff_p4info(expected, in_other_order) == [
+        "tables: order: expected ingress.bd at 0, got egress.rewrite_mac"
+    ]
     assert not same_order(expected, in_other_order)
+    # a missing type_info is a difference of its own
+    without_type_info = build_p4info(MODELS["basic_routing-bmv2"]())
+    without_type_info.ClearField("type_info")
+    assert diff_p4info(expected, without_type_info) == ["type_info: expected one, got none"]
+    assert diff_p4info(build_p4info(MODELS["basic_routing-bmv2"]()), expected) == []
