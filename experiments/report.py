@@ -7,7 +7,7 @@ import html
 import json
 from pathlib import Path
 
-from experiments.results import PARAMS_FILE
+from experiments.results import PARAMS_FILE, give_to_invoking_user, make_dirs
 
 _STYLE = """
 body { font-family: sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
@@ -42,9 +42,10 @@ def build_report(results: Path, out: Path) -> tuple[Path, int]:
     for experiment, parts in sorted(sections.items()):
         body.append(f"<h2>{html.escape(experiment)}</h2>")
         body.extend(parts)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(out.parent)
     out.write_text("<!DOCTYPE html><html><head><meta charset='utf-8'><title>AI Fabric Lab results"
                    f"</title><style>{_STYLE}</style></head><body>{''.join(body)}</body></html>\n")
+    give_to_invoking_user(out)
     return out, plot_count
 
 

@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
 # Installs what AI Fabric Lab needs on Debian 12 or Ubuntu 22.04/24.04: Debian packages (Mininet,
 # iproute2, tools the tests use) and a pinned Python environment in .venv with the project's
-# commands. Idempotent: a second run with nothing changed does nothing. Used by `make setup` and
-# by the Vagrantfile.
+# commands. As root it also links those commands into /usr/local/bin, which is on sudo's PATH
+# (secure_path), so `sudo fabric-lab ...` works from any shell. Waits while another package
+# manager holds apt's locks. Idempotent: a second run with nothing changed does nothing. Used by
+# `make setup` and by the Vagrantfile.
+#   FABRIC_LAB_LAUNCHER_DIR  where the command links go (default /usr/local/bin)
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv="$repo/.venv"
 stamp="$venv/.setup-stamp"
+launcher_dir=${FABRIC_LAB_LAUNCHER_DIR:-/usr/local/bin}
+commands=(fabric-lab p4switch p4switch-compile p4switch-stf p4switch-cli)
+APT_WAIT_WHO=provision
+# shellcheck source=apt_wait.sh source-path=SCRIPTDIR
+. "$repo/scripts/apt_wait.sh"
 
 apt_packages=(
   mininet openvswitch-switch iproute2 iputils-ping ethtool net-tools psmisc
@@ -39,9 +47,13 @@ install_apt() {
   echo "provision: installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   # tshark asks whether non-root users may capture; the default (no) is fine.
-  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  local answers
+  answers=$(mktemp)
+  echo "wireshark-common wireshark-common/install-setuid boolean false" > "$answers"
+  with_lock_wait debconf-set-selections "$answers"
+  rm -f "$answers"
+  apt_get update -qq
+  apt_get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
 setup_fingerprint() {
@@ -62,6 +74,36 @@ install_python() {
   echo "$want" > "$stamp"
 }
 
+# Links in $launcher_dir to the venv's commands: sudo resets PATH to its secure_path, which has
+# /usr/local/bin but never the venv, and a plain user's PATH has /usr/local/bin as well.
+install_launchers() {
+  local cmd target link linked=() missing=()
+  for cmd in "${commands[@]}"; do
+    target="$venv/bin/$cmd"
+    link="$launcher_dir/$cmd"
+    [ -L "$link" ] && [ "$(readlink "$link")" = "$target" ] && continue
+    if [ -e "$link" ] && [ ! -L "$link" ]; then
+      echo "provision: $link exists and is not a link; leaving it (use $target)" >&2
+      continue
+    fi
+    missing+=("$cmd")
+  done
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "provision: the lab's commands are in $venv/bin, which is not on PATH (and sudo resets PATH);"
+    echo "provision: run \`sudo make setup\` once to link ${missing[*]} into $launcher_dir,"
+    echo "provision: or use $venv/bin/fabric-lab meanwhile."
+    return 0
+  fi
+  mkdir -p "$launcher_dir"
+  for cmd in "${missing[@]}"; do
+    ln -sfn "$venv/bin/$cmd" "$launcher_dir/$cmd"
+    linked+=("$cmd")
+  done
+  echo "provision: linked ${linked[*]} into $launcher_dir (on sudo's PATH)"
+}
+
 install_apt
 install_python
+install_launchers
 echo "provision: ready ($venv)"
