@@ -3,7 +3,13 @@
 Table, action and field names are those of `p4src/` (`RoutingNames`); ids come from the P4Info.
 Members: one per next hop, member id = egress port, action set_next_hop(port, dmac). Groups: one
 per next-hop set, each member with weight 1 and watch_port = its egress port, so the selector
-skips a member while its port is down. LPM entries: every /32 route points at its group.
+skips a member while its port is down (data-plane failover). A group of one member has no watch
+port: there is nothing to fail over to. On BMv2 (`TargetTraits.group_needs_live_member`), the lowest port of every group
+is not watched either, so a group always keeps a live member: PI's selector on BMv2 divides by
+zero when a packet hits a group whose members are all deactivated (p4lang/behavioral-model
+9674187f, `PI/src/group_selection.cpp`, `GroupInfo::get_from_hash`) and the switch dies. That
+member's failure is then repaired by the controller's reroute. LPM entries: every /32 route points
+at its group.
 Source MACs: egress port -> the port's own MAC. The hash-seed table's default action carries the
 switch's seed.
 """
@@ -12,10 +18,12 @@ from __future__ import annotations
 
 import copy
 import ipaddress
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from p4.v1 import p4runtime_pb2
 
+from controller.pipeline import P4SWITCH_TRAITS, TargetTraits
 from controller.routes import PortSet, SwitchRoutes, keep_group_ids
 from controller.schema import Schema, decode, encode, mac_to_int
 from controller.state import DeviceState
@@ -43,8 +51,9 @@ DEFAULT_NAMES = RoutingNames()
 class Intent:
     """Turns `SwitchRoutes` into a `DeviceState` for one P4Info."""
 
-    def __init__(self, schema: Schema, names: RoutingNames = DEFAULT_NAMES):
-        self.schema, self.names = schema, names
+    def __init__(self, schema: Schema, names: RoutingNames = DEFAULT_NAMES, *,
+                 traits: TargetTraits = P4SWITCH_TRAITS):
+        self.schema, self.names, self.traits = schema, names, traits
         s, n = schema, names
         self.lpm = s.table(n.lpm_table)
         self.lpm_field = s.match_field(n.lpm_table, n.lpm_field)
@@ -104,8 +113,38 @@ class Intent:
             if entry and entry[0] == "group" and entry[1] in installed:
                 pointed[prefix] = installed[entry[1]]
         adopted = copy.copy(routes)
-        keep_group_ids(adopted, installed, pointed)
+        keep_group_ids(adopted, installed, pointed, self.grows_in_place)
         return adopted
+
+    def grows_in_place(self, old: PortSet, new: PortSet) -> bool:
+        """A group is rewritten in place only by adding members: every member it keeps keeps its
+        watch port. PI on BMv2 cannot take the other changes: removing a watched member
+        (`controller.routes`), or adding a watch port to a member whose port is up (the
+        WatchPortEnforcer activates the already active member and answers INTERNAL)."""
+        if not set(new) >= set(old):
+            return False
+        return self.unwatched(old) == self.unwatched(new) & set(old)
+
+    def unwatched(self, ports: Iterable[int]) -> set[int]:
+        """The members (= egress ports) of a group with these ports that get no watch port."""
+        ports = sorted(ports)
+        if len(ports) == 1 or self.traits.group_needs_live_member:
+            return set(ports[:1])
+        return set()
+
+    def readable(self, have: DeviceState) -> DeviceState:
+        """`have` as read from the device, with the watch ports its reads cannot be trusted for
+        (`TargetTraits.group_reads_lose_watch_ports`) taken to be what this intent writes for
+        the same members: only membership and weights are then compared."""
+        if not self.traits.group_reads_lose_watch_ports:
+            return have
+        width = self.nh_port.bitwidth
+        for key, members in have.groups.items():
+            unwatched = self.unwatched(m for m, _w, _watch in members)
+            have.groups[key] = tuple(
+                (m, w, b"" if m in unwatched else encode(m, width, "watch port"))
+                for m, w, _watch in members)
+        return have
 
     def state(self, routes: SwitchRoutes) -> DeviceState:
         state = DeviceState()
@@ -119,8 +158,11 @@ class Intent:
             [len(hops) for hops in routes.groups] + [len(routes.source_macs)])
         for hops, group_id in routes.groups.items():
             key = (profile_id, group_id)
+            unwatched = self.unwatched(hop.port for hop in hops)
             state.groups[key] = tuple(sorted(
-                (hop.port, 1, encode(hop.port, port_width, "watch port")) for hop in hops))
+                (hop.port, 1,
+                 b"" if hop.port in unwatched else encode(hop.port, port_width, "watch port"))
+                for hop in hops))
             state.group_sizes[key] = max_size
         for prefix, hops in routes.routes.items():
             state.entries[self.route_key(prefix)] = ("group", routes.groups[hops])

@@ -29,6 +29,25 @@ class PipelineError(RuntimeError):
     """The program could not be turned into pipeline artefacts for the target."""
 
 
+@dataclass(frozen=True)
+class TargetTraits:
+    """What the controller must know about a target's P4Runtime server and data plane."""
+
+    # A packet that hits an action-selector group whose members are all deactivated (watch ports
+    # down) kills the switch: PI on BMv2 divides by the number of active members.
+    group_needs_live_member: bool = False
+    # Group reads give every member the watch port of the group's last member (PI f96af95,
+    # `DeviceMgrImp::action_profile_group_read`), so read-back watch ports cannot be compared.
+    group_reads_lose_watch_ports: bool = False
+
+
+P4SWITCH_TRAITS = TargetTraits()
+TARGET_TRAITS = {
+    "p4switch": P4SWITCH_TRAITS,
+    "bmv2": TargetTraits(group_needs_live_member=True, group_reads_lose_watch_ports=True),
+}
+
+
 @dataclass
 class Pipeline:
     program: Path
@@ -41,6 +60,10 @@ class Pipeline:
         digest = hashlib.sha256(self.p4info.SerializeToString(deterministic=True)
                                 + self.device_config).digest()
         return int.from_bytes(digest[:8], "big") >> 1  # fits int64 readers too
+
+    @property
+    def traits(self) -> TargetTraits:
+        return TARGET_TRAITS[self.target]
 
 
 def build_pipeline(program: str | Path, target: str, *,
@@ -97,10 +120,10 @@ def _bmv2(path: Path, include_dirs: list[str | Path]) -> Pipeline:
 
 
 def resolve_target(target: str) -> str:
-    """`auto` means BMv2 when its switch and compiler are installed, else p4switch."""
+    """`auto` is p4switch, the embedded default target, everywhere in the lab (the same as
+    `topos.mininet.targets.select_target`); BMv2 only when asked for by name."""
     if target == "auto":
-        have_bmv2 = shutil.which("simple_switch_grpc") and shutil.which("p4c-bm2-ss")
-        return "bmv2" if have_bmv2 else "p4switch"
+        return "p4switch"
     if target not in TARGETS:
         raise PipelineError(f"unknown target {target!r}; choose auto or one of: "
                             f"{', '.join(TARGETS)}")

@@ -162,11 +162,16 @@ class LinkProber:
         futures = {sw: pool.submit(self._counters, sw) for sw in self.switches}
         return {sw: f.result() for sw, f in futures.items()}
 
-    def _send_probes(self) -> None:
+    def _send_probes(self, up: set[str]) -> None:
+        """This round's probes over the links that are up (`up`: their a-end interfaces).
+        None goes out of a port whose link is down: BMv2 stops forwarding for as long as the
+        port stays down once a packet-out is queued for it."""
         meta_id, width = self._port_meta
         for _ in range(self.probes):
             self._seq += 1
             for ln in self.links:
+                if ln.a.intf not in up:
+                    continue
                 for near, far in ((ln.a, ln.b), (ln.b, ln.a)):
                     self.ctl.clients[near.node].packet_out(
                         probe_frame(near.mac, far.mac, self._seq),
@@ -182,7 +187,7 @@ class LinkProber:
             now = self._snapshot(pool)
         before, up_before = self._last or (None, set())
         self._last = (now, up_now)
-        self._send_probes()
+        self._send_probes(up_now)
         if before is None:
             return None
         directions = []

@@ -11,14 +11,21 @@ numbered 1.. in the order the sets are first used, walking the NICs in fabric or
 
 Those ids are what a fresh switch gets. On a switch that already holds groups, `keep_group_ids`
 renumbers the plan after what the switch holds: an installed next-hop set keeps its id, and new
-sets get ids no installed group has (or take over a group all of whose prefixes move to them), so
-a reroute never changes a group's members under a prefix that should go elsewhere.
+sets get ids no installed group has (or grow a group all of whose prefixes move to them), so a
+reroute never changes a group's members under a prefix that should go elsewhere.
+
+A group is never shrunk in place: a smaller set is a new group that the prefixes are repointed to
+before the old group is deleted. Besides being make-before-break, that avoids a P4Runtime write
+BMv2 cannot take: PI (p4lang/PI f96af95, `ActionProfAccessManual::group_update_members`) throws
+std::out_of_range, answered as "UNKNOWN: Unexpected error in RPC handling", on a group MODIFY that
+removes a member with a watch port.
 """
 
 from __future__ import annotations
 
 import zlib
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from topos.model import FabricSpec
@@ -133,15 +140,23 @@ def port_set(hops: tuple[NextHop, ...]) -> PortSet:
     return tuple(sorted(hop.port for hop in hops))
 
 
+def grows(old: PortSet, new: PortSet) -> bool:
+    """Whether a group holding `old` may be rewritten to `new` in place."""
+    return set(new) >= set(old)
+
+
 def keep_group_ids(routes: SwitchRoutes, installed: dict[int, PortSet],
-                   pointed: dict[str, PortSet]) -> None:
+                   pointed: dict[str, PortSet],
+                   grows: Callable[[PortSet, PortSet], bool] = grows) -> None:
     """Renumber `routes.groups` in place so that rewriting a switch to `routes` is hitless.
 
     `installed` is the switch's groups (id -> next-hop ports), `pointed` the ports each of the
     plan's prefixes uses on the switch now. A set already installed keeps its id. A new set takes
     over the id of an installed set that goes away when every prefix using that set moves to the
-    new one (a shrinking or growing ECMP group: one group write, no prefix repointed). Any other
-    new set gets its fresh id if no installed group has it, else the lowest such id."""
+    new one and `grows(old, new)` allows it (by default when the new set holds all of the old
+    one's ports: a growing ECMP group, one group write that only adds members, no prefix
+    repointed). Any other new set, a shrunk one included, gets its fresh id if no installed group
+    has it, else the lowest such id."""
     if not installed:
         return
     id_of: dict[PortSet, int] = {}
@@ -155,7 +170,7 @@ def keep_group_ids(routes: SwitchRoutes, installed: dict[int, PortSet],
             movers.setdefault(old, set()).add(routes.routes[prefix])
     for old in sorted(movers, key=id_of.__getitem__):
         heir, *others = movers[old]
-        if not others and heir not in ids:
+        if not others and heir not in ids and grows(old, port_set(heir)):
             ids[heir] = id_of[old]
     taken = set(installed)
     for hops, fresh in routes.groups.items():

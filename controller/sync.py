@@ -85,7 +85,7 @@ def sync_switch(client: P4RuntimeClient, intent: Intent, routes: SwitchRoutes,
         if pipeline is not None:
             report.pipeline_pushed = ensure_pipeline(client, pipeline)
             report.pipeline_seconds = time.monotonic() - started
-        have = read_state(client, intent)
+        have = intent.readable(read_state(client, intent))
         want = intent.state(intent.adopt_group_ids(routes, have))
         for batch in plan_updates(want, have):
             client.write(batch)

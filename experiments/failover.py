@@ -33,7 +33,7 @@ from experiments.results import ResultDir
 from topos import build_fabric
 
 OUTCOME_FIELDS = ["kind", "trial", "target", "flow", "crossed", "affected", "loss_window_ms",
-                  "lost", "lost_at_restore", "recovery_s", "controller_detect_ms",
+                  "lost", "lost_at_restore", "recovery_s", "recovered", "controller_detect_ms",
                   "controller_reroute_ms"]
 TIMELINE_FIELDS = ["kind", "trial", "flow", "t_s", "goodput_bps"]
 SMOOTH_BINS = 5  # the timeline plot shows 50 ms means of the 10 ms bins
@@ -67,12 +67,20 @@ def run(ctx: RunContext) -> None:
                 ctx.progress(f"failover: {kind} #{trial} ({result.failure.target}): "
                              f"{len(hit)}/{len(result.outcomes)} flows crossed it, "
                              f"{sum(o.lost > 0 for o in hit)} lost packets, longest loss "
-                             f"window {worst * 1000:.0f} ms")
+                             f"window {worst * 1000:.0f} ms"
+                             + "".join(f", {o.flow} NEVER RECOVERED"
+                                       for o in result.outcomes if not o.recovered))
     ctx.out.write_csv("outcomes.csv", outcomes, OUTCOME_FIELDS)
     ctx.out.write_csv("timeline.csv", timeline, TIMELINE_FIELDS)
     ctx.out.write_csv("events.csv", events, EVENT_FIELDS)
     for line in summary(ctx.out):
         ctx.progress(line)
+    dead = sorted({f"{r['kind']} #{r['trial']}: {r['flow']}" for r in outcomes
+                   if not r["recovered"]})
+    if dead:
+        raise ExperimentError(f"failover: the fabric did not recover: {len(dead)} flow(s) "
+                              f"delivered nothing at the end of their trial ({'; '.join(dead)}); "
+                              f"see logs/ in the result directory")
 
 
 def summary(result: ResultDir) -> list[str]:
@@ -87,11 +95,13 @@ def summary(result: ResultDir) -> list[str]:
         windows = [float(r["loss_window_ms"]) for r in crossed]
         lost = [int(r["lost"]) for r in crossed]
         at_restore = sum(int(r["lost_at_restore"]) for r in rows if r["kind"] == kind)
+        dead = sum(r.get("recovered") == "0" for r in rows if r["kind"] == kind)
         lines.append(f"failover: {kind}: loss window median {statistics.median(windows):.0f} ms, "
                      f"max {max(windows):.0f} ms over {len(crossed)} flows that crossed it "
                      f"({sum(n > 0 for n in lost)} lost packets; "
                      f"{statistics.median(lost):.0f} lost, median; "
-                     f"{at_restore} lost in all when it came back)")
+                     f"{at_restore} lost in all when it came back)"
+                     + (f"; {dead} flow(s) NEVER RECOVERED" if dead else ""))
     return lines
 
 

@@ -6,7 +6,10 @@
   (a restore can cost packets too: the data plane uses the link before the routes over it are
   back);
 - **time to full throughput**: from the failure until the flow's throughput (a rolling mean over
-  a few bins) is back at `fraction` of its mean over the second before the failure.
+  a few bins) is back at `fraction` of its mean over the second before the failure;
+- **never recovered**: a flow that has delivered nothing for the last `quiet_s` of the run. A
+  silence with no packet after it leaves no gap in the receiver's records, so without this a
+  dead flow would read as untouched; its loss window runs to the end of the run (a lower bound).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ class FlowOutcome:
     affected: bool  # lost packets or went silent around the failure
     crossed: bool = False  # its path went through the failed link or switch
     lost_at_restore: int = 0  # of `lost`, those in silences that began when it was restored
+    recovered: bool = True  # False: silent at the end of the run (loss window: a lower bound)
 
 
 def loss_window(gaps: Sequence[Sequence[float]], t_fail: float, horizon_s: float = 5.0,
@@ -85,17 +89,31 @@ def recovery_time(bins: Mapping[int, float], bin_s: float, t_fail_s: float, *,
     return None
 
 
+def last_arrival(bins: Mapping[int, float], bin_s: float, t0: float) -> float | None:
+    """The end of the last bin that received anything (absolute time), None if none did."""
+    busy = [i for i, n in bins.items() if n > 0]
+    return t0 + (max(busy) + 1) * bin_s if busy else None
+
+
 def outcome(flow: str, record: Mapping, bins: Mapping[int, float], bin_s: float,
             t0: float, t_fail: float, horizon_s: float = 5.0, span: bool = False,
             crossed: bool = False, t_restore: float | None = None,
-            slack_s: float = 0.05) -> FlowOutcome:
+            slack_s: float = 0.05, t_end: float | None = None,
+            quiet_s: float = 0.5) -> FlowOutcome:
     """One flow's outcome from its receiver summary (`gaps`, `lost`) and its bins; `crossed`
-    says whether its path went through what failed (a flow can cross it and lose nothing)."""
+    says whether its path went through what failed (a flow can cross it and lose nothing).
+    `t_end` (when its sender stopped) lets a flow silent for the last `quiet_s` be seen as
+    never recovered."""
     gaps = record.get("gaps", [])
     window = loss_window(gaps, t_fail, horizon_s, slack_s, span=span)
     lost = int(record.get("lost", 0))
     at_restore = 0 if t_restore is None else min(lost, sum(
         int(g[2]) for g in gaps if len(g) > 2 and g[0] >= t_restore - slack_s))
-    affected = window > 0 or lost > 0
+    last = last_arrival(bins, bin_s, t0)
+    dead = t_end is not None and (last is None or t_end - last > quiet_s)
+    if dead:
+        window = max(window, t_end - max(last or t0, t_fail - slack_s))
+    affected = window > 0 or lost > 0 or dead
     recovery = recovery_time(bins, bin_s, t_fail - t0, smooth=10) if affected else 0.0
-    return FlowOutcome(flow, round(window, 6), lost, recovery, affected, crossed, at_restore)
+    return FlowOutcome(flow, round(window, 6), lost, None if dead else recovery, affected,
+                       crossed, at_restore, recovered=not dead)

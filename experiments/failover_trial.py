@@ -41,6 +41,7 @@ class TrialResult:
                  "loss_window_ms": round(o.loss_window_s * 1000, 2), "lost": o.lost,
                  "lost_at_restore": o.lost_at_restore,
                  "recovery_s": "" if o.recovery_s is None else o.recovery_s,
+                 "recovered": int(o.recovered),
                  "controller_detect_ms": "" if first is None
                  else round((first.seen - self.failure.t_fail) * 1000, 1),
                  "controller_reroute_ms": "" if first is None
@@ -119,6 +120,7 @@ def run_trial(lab: FailoverLab, kind: str, trial: int, params: dict, *,
         hold(params["fail_s"], "failed")
         lab.restore(failure)
         hold(params["after_s"], "restored")
+        t_end = time.time()
     silent = [f.name for f in flows if f.name not in run.results]
     if silent:
         raise RuntimeError(f"no packet of {', '.join(silent)} arrived: the fabric does not "
@@ -128,7 +130,7 @@ def run_trial(lab: FailoverLab, kind: str, trial: int, params: dict, *,
     outcomes = [outcome(f.name, run.results.get(f.name, {}), bins.get(f.name, {}), run.bin_s,
                         run.t0, failure.t_fail, horizon, span=kind == "silent",
                         crossed=lab.crosses(kind, failure.target, paths[f.name]),
-                        t_restore=failure.t_restore)
+                        t_restore=failure.t_restore, t_end=t_end)
                 for f in flows]
     events = list(lab.rc.events[events_before:]) if lab.rc else []
     return TrialResult(kind, trial, failure, flows, run.t0, run.bin_s, outcomes, bins, events)

@@ -62,8 +62,9 @@ def run_cli(network, tmp_path, commands: list[str]) -> str:
 def test_link_fail_and_restore_by_node_pair(network, tmp_path):
     out = run_cli(network, tmp_path, ["link_fail foleaf0 fospine1"])
     assert "foleaf0~fospine1 down" in out
-    assert operstate("foleaf0-eth3") == "down"
-    assert becomes(["fospine1-eth1"], "lowerlayerdown")  # the far end lost its carrier
+    # both ends lose their carrier, neither is set down (BMv2 stops receiving on every port
+    # while one of its ports is down: topos.mininet.patch)
+    assert becomes(["foleaf0-eth3", "fospine1-eth1"], "lowerlayerdown")
     out = run_cli(network, tmp_path, ["link_restore foleaf0-eth3"])
     assert "foleaf0~fospine1 up" in out
     assert becomes(["foleaf0-eth3", "fospine1-eth1"], "up")
@@ -84,7 +85,7 @@ def test_switch_fail_darkens_every_link_and_bad_names_are_reported(network, tmp_
     out = run_cli(network, tmp_path, ["switch_fail fospine0", "link_fail foleaf0 nobody",
                                       "link_drop foleaf0 fospine0 lots", "events"])
     try:
-        assert all(operstate(f"fospine0-eth{p}") == "down" for p in (1, 2))
+        assert becomes([f"fospine0-eth{p}" for p in (1, 2)], "lowerlayerdown")
         assert "no node named 'nobody'" in out
         assert "usage: link_drop NODE1 NODE2 PERCENT" in out
         assert "x~y down (port)" in out

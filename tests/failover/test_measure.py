@@ -62,3 +62,18 @@ def test_losses_after_the_restore_are_counted_apart():
     assert result.lost == 8 and result.lost_at_restore == 3
     assert result.loss_window_s == pytest.approx(0.054)
     assert outcome("f", record, {}, 0.01, T - 1.0, T).lost_at_restore == 0  # no restore time
+
+
+def test_a_flow_that_never_comes_back_is_not_taken_for_an_untouched_one():
+    """A silence with no packet after it leaves no gap in the receiver's records: only the end
+    of the run shows it (the demo once reported 0 ms for flows that stayed at 0 Mb/s)."""
+    t0 = T - 1.0
+    bins = {i: 10 for i in range(100)}  # 10 ms bins: delivering until the failure at T
+    dead = outcome("f", {"gaps": [], "lost": 0}, bins, 0.01, t0, T, t_end=T + 3.0)
+    assert not dead.recovered and dead.affected and dead.recovery_s is None
+    assert dead.loss_window_s == pytest.approx(3.0)
+    alive = {i: 10 for i in range(400)}  # delivering to the end of the run
+    ok = outcome("f", {"gaps": [], "lost": 0}, alive, 0.01, t0, T, t_end=T + 3.0)
+    assert ok.recovered and not ok.affected and ok.loss_window_s == 0
+    never = outcome("f", {}, {}, 0.01, t0, T, t_end=T + 3.0)  # nothing ever arrived
+    assert not never.recovered

@@ -10,17 +10,21 @@ switch's packet socket sits before the egress hook, so the switch counts the fra
 the far end never sees it).
 
 `FabricCLI` is the Mininet CLI with `link_fail`, `link_restore`, `link_drop`, `switch_fail`,
-`switch_restore`, `links` and, when a reconverger runs, `events`.
+`switch_restore`, `links`, `traffic` (RoCEv2 flows between NICs, `topos.mininet.traffic_cmd`)
+and, when a controller runs, `events` and `lb` (the load-balancing mode).
 """
 
 from __future__ import annotations
 
 import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from mininet.cli import CLI
 
+from topos.mininet.patch import PatchError, is_patched, set_patch
+from topos.mininet.traffic_cmd import TrafficError, run_traffic
 from topos.model import FabricSpec, Link
 
 SKF_AD_RANDOM = (1 << 32) - 0x1000 + 56  # SKF_AD_OFF + SKF_AD_RANDOM as an unsigned k
@@ -68,8 +72,16 @@ def _ip(argv: Sequence[str], what: str) -> None:
 
 
 def set_link(spec: FabricSpec, link: Link, up: bool) -> str:
-    """Set the link's first switch-side interface up or down; returns that interface."""
+    """Fail or restore a link; returns the interface it was done at. A patched link
+    (`topos.mininet.patch`) loses carrier at both switch ports; any other link is set down at
+    its first switch-side interface."""
     intf = switch_ends(spec, link)[0]
+    if is_patched(link.a.intf):
+        try:
+            set_patch(link.a.intf, up)
+        except PatchError as err:
+            raise LinkError(str(err)) from None
+        return intf
     _ip(["ip", "link", "set", "dev", intf, "up" if up else "down"],
         f"setting {link_name(link)} {'up' if up else 'down'}")
     return intf
@@ -79,12 +91,7 @@ def set_switch(spec: FabricSpec, switch: str, up: bool) -> list[str]:
     """Every link of a switch up or down (a whole switch failing); returns the interfaces."""
     if not spec.is_switch(switch):
         raise LinkError(f"no switch named {switch!r} in fabric {spec.name!r}")
-    return [set_link_end(ln.end(switch).intf, up) for ln in spec.links_of(switch)]
-
-
-def set_link_end(intf: str, up: bool) -> str:
-    _ip(["ip", "link", "set", "dev", intf, "up" if up else "down"], f"setting {intf}")
-    return intf
+    return [set_link(spec, ln, up) for ln in spec.links_of(switch)]
 
 
 def drop_program(fraction: float) -> str:
@@ -130,14 +137,18 @@ def link_states(spec: FabricSpec) -> list[tuple[str, str, str]]:
 class FabricCLI(CLI):
     """The Mininet CLI plus commands that fail and restore links of the fabric by name.
 
-    `events()` returns lines for the `events` command (the controller's link event log)."""
+    `events()` returns lines for the `events` command (the controller's link event log);
+    `lb(mode, flowlet_gap_us)` switches the load-balancing mode (mode None: report it) and returns
+    lines to show, raising ValueError (or RuntimeError) on failure."""
 
     prompt = "fabric> "
 
     def __init__(self, net: Any, spec: FabricSpec,
-                 events: Callable[[], list[str]] | None = None, **kwargs: Any):
+                 events: Callable[[], list[str]] | None = None,
+                 lb: Callable[[str | None, int | None], list[str]] | None = None, **kwargs: Any):
         self.spec = spec
         self.events = events
+        self.lb = lb
         super().__init__(net, **kwargs)
 
     def _link(self, line: str) -> Link | None:
@@ -197,3 +208,32 @@ class FabricCLI(CLI):
         """Show the controller's link events (detection and reroute times)."""
         lines = self.events() if self.events else ["(no controller loop is running)"]
         self.stdout.write("\n".join(lines or ["(no events yet)"]) + "\n")
+
+    def do_lb(self, line: str) -> None:
+        """Show or switch the load-balancing mode of every switch (flowlet: optional gap in us).
+        Usage: lb [ecmp|flowlet [GAP_US]|dlb]"""
+        if self.lb is None:
+            self.stdout.write("*** no controller is running\n")
+            return
+        words = line.split()
+        mode = words[0] if words else None
+        try:
+            if len(words) > 2 or (len(words) == 2 and mode != "flowlet"):
+                raise ValueError("usage: lb [ecmp|flowlet [GAP_US]|dlb]")
+            gap = int(words[1]) if len(words) == 2 else None
+            lines = self.lb(mode, gap)
+        except (ValueError, RuntimeError) as err:
+            self.stdout.write(f"*** lb: {err}\n")
+            return
+        self.stdout.write("\n".join(lines) + "\n")
+
+    def do_traffic(self, line: str) -> None:
+        """Send RoCEv2 queue pairs from one NIC to another and report what arrived.
+        Usage: traffic SRC DST [--rate 10M] [--size 256K] [--messages N | --duration S]
+                       [--qps N] [--mtu BYTES] [--tag]    (traffic -h for every option)"""
+        try:
+            lines = run_traffic(self.spec, self.mn, line.split(), python=sys.executable)
+        except TrafficError as err:
+            self.stdout.write(f"*** traffic: {err}\n")
+            return
+        self.stdout.write("\n".join(lines) + "\n")

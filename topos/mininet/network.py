@@ -26,10 +26,11 @@ from typing import Any
 from mininet.net import Mininet
 
 from topos.mininet.nodes import FabricHost, P4Switch
+from topos.mininet.patch import PatchedLink
 from topos.mininet.runstate import RunState
 from topos.mininet.shaping import netem_available, run_tc_batch, tc_batch
 from topos.mininet.targets import Target
-from topos.model import FabricSpec
+from topos.model import FabricSpec, Link
 
 
 @functools.cache
@@ -73,6 +74,13 @@ def signals_deferred() -> Iterator[None]:
 class FabricNetwork:
     """A Mininet network built from `spec`; `target=None` builds hosts and links only (tests and
     the bring-up benchmark: switch ports exist but nothing forwards)."""
+
+    def __new__(cls, *_args: Any, **_kwargs: Any) -> FabricNetwork:
+        """Inside `topos.mininet.cluster.with_cluster(...)` this builds a ClusterNetwork."""
+        cluster = sys.modules.get("topos.mininet.cluster")
+        if cls is FabricNetwork and cluster is not None and cluster.active_cluster():
+            return object.__new__(cluster.ClusterNetwork)
+        return object.__new__(cls)
 
     def __init__(self, spec: FabricSpec, target: Target | None, *,
                  log_dir: Path | None = None, pcap_dir: Path | None = None,
@@ -120,25 +128,44 @@ class FabricNetwork:
         return self
 
     def _build(self) -> None:
-        self.net = Mininet(controller=None, build=False, autoSetMacs=False, autoStaticArp=False)
+        """Nodes and links; `_mininet`, `_node_params` and `_record` are what a network spread
+        over several servers (`topos.mininet.cluster`) changes."""
+        self.net = self._mininet()
         all_nics = self.spec.host_nics()
         for nic in all_nics:
             peers = [(o.ip, o.mac) for o in all_nics if o.name != nic.name]
-            host = self.net.addHost(nic.name, cls=FabricHost, nic=nic, peers=peers, ip=None)
-            self.state.add(host.pid, "host", nic.name)
+            host = self.net.addHost(nic.name, **{"cls": FabricHost, **self._node_params(nic.name)},
+                                    nic=nic, peers=peers, ip=None)
+            self._record(host, "host")
         for sw in self.spec.switches:
             node = self.net.addSwitch(
-                sw.name, cls=P4Switch, model=sw, ports=self.spec.ports(sw.name),
-                target=self.target, log_dir=self.log_dir, pcap_dir=self.pcap_dir,
-                log_console=self.log_console, ready_timeout=self.ready_timeout,
-                stop_timeout=self.stop_timeout,
+                sw.name, **{"cls": P4Switch, **self._node_params(sw.name)}, model=sw,
+                ports=self.spec.ports(sw.name), target=self.target, log_dir=self.log_dir,
+                pcap_dir=self.pcap_dir, log_console=self.log_console,
+                ready_timeout=self.ready_timeout, stop_timeout=self.stop_timeout,
                 on_start=lambda pid, name=sw.name: self._started(pid, name))
-            self.state.add(node.pid, "node", sw.name)
+            self._record(node, "node")
         self.state.save()
         for ln in self.spec.links:
             self.net.addLink(self.net.get(ln.a.node), self.net.get(ln.b.node),
                              port1=ln.a.port, port2=ln.b.port, intfName1=ln.a.intf,
-                             intfName2=ln.b.intf, addr1=ln.a.mac, addr2=ln.b.mac)
+                             intfName2=ln.b.intf, addr1=ln.a.mac, addr2=ln.b.mac,
+                             **self._link_params(ln))
+
+    def _link_params(self, _ln: Link) -> dict[str, Any]:
+        """Extra addLink parameters: links are patched (`topos.mininet.patch`) so that they fail
+        by losing carrier at both ends."""
+        return {"cls": PatchedLink}
+
+    def _mininet(self) -> Mininet:
+        return Mininet(controller=None, build=False, autoSetMacs=False, autoStaticArp=False)
+
+    def _node_params(self, _name: str) -> dict[str, Any]:
+        """Extra addHost/addSwitch parameters of a node (its class and server in a cluster)."""
+        return {}
+
+    def _record(self, node: Any, kind: str) -> None:
+        self.state.add(node.pid, kind, node.name)
 
     def _shape_links(self) -> None:
         """tc on both ends of every link: one batch for the root namespace, one per host."""
@@ -153,8 +180,11 @@ class FabricNetwork:
                 ns = "" if self.spec.is_switch(end.node) else end.node
                 batches.setdefault(ns, []).extend(tc_batch(end.intf, ln, netem=netem))
         for ns, lines in batches.items():
-            prefix = ["mnexec", "-a", str(self.host(ns).pid)] if ns else None
-            run_tc_batch(lines, prefix)
+            self._run_tc(ns, lines)
+
+    def _run_tc(self, ns: str, lines: list[str]) -> None:
+        """tc batch lines for host `ns`'s namespace, or the switches' ("")."""
+        run_tc_batch(lines, ["mnexec", "-a", str(self.host(ns).pid)] if ns else None)
 
     def _started(self, pid: int, name: str) -> None:
         self.state.add(pid, "switch", name)
