@@ -60,6 +60,23 @@ class FlowOutcome:
     tagged: int
     packets: int
     record: dict[str, Any] = field(default_factory=dict, repr=False)  # the receiver's, raw
+    sent: dict[str, Any] = field(default_factory=dict, repr=False)  # the sender's, raw
+
+    @property
+    def retransmitted_packets(self) -> int:
+        return int(self.sent.get("retransmitted_packets", 0))
+
+    @property
+    def retransmitted_bytes(self) -> int:
+        return int(self.sent.get("retransmitted_bytes", 0))
+
+    @property
+    def naks(self) -> int:
+        return int(self.record.get("naks_sent", 0))
+
+    @property
+    def timeouts(self) -> int:
+        return int(self.sent.get("timeouts", 0))
 
     @property
     def completion_s(self) -> float:
@@ -93,9 +110,11 @@ class LbLab:
     """Mininet fabric + switches + controller + load-balancing knobs."""
 
     def __init__(self, spec: FabricSpec, *, mode: str = "ecmp", target: str = "p4switch",
-                 flowlet_gap_us: int | None = None, log_dir: Path | None = None) -> None:
+                 flowlet_gap_us: int | None = None, log_dir: Path | None = None,
+                 switch_tags: bool = True) -> None:
         self.spec = spec
         self.mode = mode
+        self.switch_tags = switch_tags
         self.target = target
         self.flowlet_gap_us = flowlet_gap_us
         self.log_dir = log_dir
@@ -118,7 +137,8 @@ class LbLab:
             self.ctl.connect()
             self.ctl.program()
             self.lb = LoadBalancing(self.ctl)
-            self.lb.configure(self.flowlet_gap_us if self.mode == "flowlet" else None)
+            self.lb.configure(self.flowlet_gap_us if self.mode == "flowlet" else None,
+                              switch_tags=self.switch_tags)
         except BaseException:
             self.stop()
             raise
@@ -141,10 +161,19 @@ class LbLab:
         self.stop()
 
     # ---- knobs ---------------------------------------------------------------------------
-    def switch_mode(self, mode: str, flowlet_gap_us: int | None = None) -> None:
-        """Run another load-balancing program on every switch (routes and knobs rewritten)."""
-        self.lb.switch_mode(mode, target=self.target, flowlet_gap_us=flowlet_gap_us)
-        self.mode, self.flowlet_gap_us = mode, flowlet_gap_us
+    def switch_mode(self, mode: str, flowlet_gap_us: int | None = None,
+                    switch_tags: bool = True) -> None:
+        """Run another load-balancing program on every switch (routes and knobs rewritten);
+        `switch_tags=False`: DLB switches add no reorder tags."""
+        self.lb.switch_mode(mode, target=self.target, flowlet_gap_us=flowlet_gap_us,
+                            switch_tags=switch_tags)
+        self.mode, self.flowlet_gap_us, self.switch_tags = mode, flowlet_gap_us, switch_tags
+
+    def runtime_cli(self, switch: str, commands: list[str]) -> str:
+        """Runtime CLI commands (queue depth/rate, ...) on one switch."""
+        from controller.queues import run_commands
+
+        return run_commands(self.target, self.spec.switch(switch).thrift_port, commands)
 
     def set_flowlet_gap(self, gap_us: int) -> None:
         self.lb.set_flowlet_gap(gap_us)
@@ -165,6 +194,20 @@ class LbLab:
                 loads.bytes[key] += nbytes
         return loads
 
+    def wait_idle(self, links: list[DirectedLink], interval_s: float = 0.25,
+                  timeout_s: float = 15.0) -> bool:
+        """Poll the tx counters of `links` until they stop growing (their queues drained,
+        e.g. resends still queued behind a slow port); False if they never did."""
+        deadline = time.monotonic() + timeout_s
+        last = self.link_counters()
+        while time.monotonic() < deadline:
+            time.sleep(interval_s)  # the counters' poll interval
+            now = self.link_counters()
+            if all(now.packets[k] == last.packets[k] for k in links):
+                return True
+            last = now
+        return False
+
     # ---- flows ---------------------------------------------------------------------------
     def host(self, nic: str) -> MininetHost:
         return MininetHost(self.net.host(nic))
@@ -176,8 +219,8 @@ class LbLab:
         return self._agents[key]
 
     def run_flows(self, flows: list[FlowSpec], *, rate_bps: float, mtu_payload: int = 1024,
-                  timeout_s: float = 30.0, receiver: dict[str, Any] | None = None
-                  ) -> list[FlowOutcome]:
+                  timeout_s: float = 30.0, receiver: dict[str, Any] | None = None,
+                  sender: dict[str, Any] | None = None) -> list[FlowOutcome]:
         """Send every flow's message at once (a NIC's rate shared by its flows); wait for all."""
         ip = {nic.name: nic.ip for nic in self.spec.host_nics()}
         by_dst: dict[str, list[FlowSpec]] = {}
@@ -197,7 +240,7 @@ class LbLab:
                    for f in fl]
             self._agent(src, "send").start_send({
                 "iface": self.host(src).iface, "qps": qps, "start_at": start_at,
-                "mtu_payload": mtu_payload, "dcqcn": False})
+                "mtu_payload": mtu_payload, "dcqcn": False, **(sender or {})})
         deadline = time.monotonic() + timeout_s + 30
         sent = {src: self._agent(src, "send").result(max(1.0, deadline - time.monotonic()))
                 for src in by_src}
@@ -218,5 +261,5 @@ class LbLab:
                 f, start=tx["start"], end=rx["last_t"], bytes=rx["bytes"], lost=rx["lost"],
                 out_of_order=rx["out_of_order"], reorder_distance_max=rx["reorder_distance_max"],
                 reorder_occupancy_max=rx["reorder_occupancy_max"], tagged=rx["tagged"],
-                packets=rx["packets"], record=rx))
+                packets=rx["packets"], record=rx, sent=tx))
         return out

@@ -1,8 +1,12 @@
-"""One load-balancing pipeline (ecmp, flowlet or dlb) driven directly, with a clock you set.
+"""One load-balancing pipeline (ecmp, flowlet, dlb or qdlb) driven directly, with a clock you set.
 
     sw = LbSwitch("flowlet", ports=[1, 2], seed=0x1234, flowlet_gap_us=20000)
     sw.now_us = 1000
     port, frame = sw.forward(frame, ingress_port=9)
+
+    sw = LbSwitch("qdlb", ports=[1, 2, 3])    # with egress queues you drain yourself:
+    port = sw.enqueue(frame)                  # ingress; the packet waits in port's queue
+    sw.dequeue(port)                          # egress sees the depth the dequeue leaves behind
 
 The route sends every 10.0.0.0/8 address to `ports` as one equal-cost group (members watch no
 port), the hash seed and flowlet gap are set as the controller sets them, and `host_ports` are
@@ -12,6 +16,7 @@ a packet, packet by packet. `colliding_sports` finds UDP source ports ECMP puts 
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Iterator
 from functools import cache
 
@@ -23,7 +28,7 @@ from p4switch.runtime.entries import Entry
 from traffic.frames import Endpoints, build_frame
 from traffic.headers import WRITE_ONLY
 
-MODES = ("ecmp", "flowlet", "dlb")
+MODES = ("ecmp", "flowlet", "dlb", "qdlb")
 
 
 class LbSwitch:
@@ -36,6 +41,7 @@ class LbSwitch:
         if flowlet_gap_us is not None and mode != "flowlet":
             raise ValueError(f"{mode}.p4 has no flowlet gap")
         compiled = load_program(mode)
+        self.engine_model = compiled.model
         self.mode = mode
         self.ports = list(ports)
         self.now_us = 1
@@ -50,7 +56,7 @@ class LbSwitch:
             self.state.table(by_suffix(tables, "load_balancing.flowlet_gap")).set_default(
                 ActionCall(by_suffix(actions, "load_balancing.set_flowlet_gap"),
                            (flowlet_gap_us,)))
-        if mode == "dlb":
+        if mode in ("dlb", "qdlb"):
             tagging = by_suffix(tables, "reorder_tagging.host_ports")
             tag = by_suffix(actions, "reorder_tagging.tag_from_host_port")
             for port in host_ports:
@@ -65,6 +71,36 @@ class LbSwitch:
                              max_size=len(self.ports))
         self.state.table(lpm.name).insert(
             Entry(keys=(FieldMatch("lpm", value=0x0A000000, prefix_len=8),), action=GroupRef(1)))
+
+        self.queues: dict[int, deque] = {}
+
+    def set_queue_aware(self, aware: bool) -> None:
+        """qdlb: compare loads (the default) or spray round robin."""
+        names = [a.name for a in self.engine_model.actions]
+        self.state.table(by_suffix([t.name for t in self.engine_model.tables],
+                                   "load_balancing.dlb_params")).set_default(
+            ActionCall(by_suffix(names, "load_balancing.set_dlb_params"), (int(aware),)))
+
+    def enqueue(self, frame: bytes, ingress_port: int = 100) -> int:
+        """Run ingress; the packet waits in its egress port's queue. Returns the port."""
+        items = self.engine.ingress(ingress_port, frame)
+        if not items:
+            raise RuntimeError(f"{self.mode}.p4 dropped a routed RoCEv2 frame")
+        for item in items:
+            self.queues.setdefault(item.egress_port, deque()).append(item)
+        return items[0].egress_port
+
+    def depth(self, port: int) -> int:
+        return len(self.queues.get(port, ()))
+
+    def dequeue(self, port: int) -> bytes | None:
+        """Send the oldest packet queued on `port` (egress sees the depth left behind)."""
+        queue = self.queues.get(port)
+        if not queue:
+            return None
+        item = queue.popleft()
+        out, _ = self.engine.egress(item, deq_qdepth=len(queue))
+        return out[0][1] if out else None
 
     def forward(self, frame: bytes, ingress_port: int = 100) -> tuple[int, bytes]:
         """(egress port, frame as it leaves) of one frame; raises if the pipeline drops it."""

@@ -7,7 +7,8 @@ import importlib
 from experiments.framework import Experiment
 
 # One module per experiment; each defines EXPERIMENT.
-_MODULES: tuple[str, ...] = ("ecmp_hashing", "failover", "lb_compare", "topology_aware", "incast")
+_MODULES: tuple[str, ...] = ("ecmp_hashing", "failover", "lb_compare", "topology_aware", "incast",
+                            "hpn_segment")
 
 
 def all_experiments() -> dict[str, Experiment]:

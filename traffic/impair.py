@@ -2,7 +2,8 @@
 
 Runs in a namespace between two interfaces and forwards every frame both ways. RoCE data
 frames going from `ingress` to `egress` can be dropped, held back (reordered) or ECN-CE marked,
-chosen by PSN, so tests know exactly what the receiver must report:
+chosen by PSN, so tests know exactly what the receiver must report. Each fault hits the first
+frame of a flow with that PSN only: a retransmission (go-back-N) passes.
 - drop PSN p: the frame is discarded;
 - hold PSN p for k: the frame is released right after k later data frames went out
   (reorder distance k), or after `hold_timeout_s` if the flow ends first;
@@ -77,6 +78,7 @@ class Relay:
             netutil.drain(s)
         self._held: list[list] = []  # [frames still to wait, since, frame]
         self._tag_seq: dict[bytes, int] = {}  # flow (addresses + UDP ports) -> next tag seq
+        self._seen: set[tuple[bytes, int]] = set()  # (flow, PSN) already forwarded once
         self._stop = False
 
     def stop(self) -> None:
@@ -84,10 +86,18 @@ class Relay:
 
     def _forward(self, frame: bytes) -> None:
         psn = data_psn(frame)
+        data = psn is not None
+        if data and self.imp.tag_from is not None and frame[23] == 17:
+            frame = self._tag(frame)
+        if psn is not None:
+            bth = 50 if frame[23] == TAG_IP_PROTO else 42
+            # (addresses, QPN, PSN): faults hit the first frame of a QP's PSN only
+            key = (bytes(frame[26:34]) + bytes(frame[bth + 5 : bth + 8]), psn)
+            if key in self._seen:
+                psn = None
+            self._seen.add(key)
         if psn is not None:
             imp = self.imp
-            if imp.tag_from is not None and frame[23] == 17:
-                frame = self._tag(frame)
             if psn in imp.drop:
                 self.counts.dropped += 1
                 return
@@ -108,7 +118,7 @@ class Relay:
                 return
         self.b.send(frame)
         self.counts.forwarded += 1
-        if psn is not None and self._held:
+        if data and self._held:
             for h in self._held:
                 h[0] -= 1
             self._release(lambda h: h[0] <= 0)

@@ -7,6 +7,11 @@ Flows are keyed by (source IP, destination QPN). For every data packet the recei
 - counts ECN-CE and answers with a CNP, at most one per `cnp_interval_s` per QP (as NICs do);
   optionally a PSN gap in an untagged flow draws one too (packet spraying without tags),
 - ACKs packets that ask for it (the last of each message),
+- with `go_back_n` (on by default, as an RC NIC; `traffic.gbn`): drops an untagged packet ahead
+  of the expected PSN and answers it with one NAK (PSN sequence error), drops duplicates and
+  re-ACKs, holds tagged packets ahead of the expected PSN for reordering and NAKs a hole only
+  after `reorder_timeout_s`; ACKs are cumulative (expected PSN - 1) and coalesced. The reorder
+  buffer then orders on the PSN and never gives up on a hole: the sender resends it,
 - pushes the packet into the QP's reorder buffer (tag seq if tagged, else PSN); messages are
   assembled from the in-order stream, so a message completes when its last byte is deliverable,
   and its FCT is that time minus the send time stamped in its first packet. Tag sequences need
@@ -22,10 +27,10 @@ import signal
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from traffic import bpf, netutil
 from traffic.frames import ECN_CE, ECN_NOT_ECT, Endpoints, FrameTemplate, IcrcChecker, build_frame
+from traffic.gbn import DUPLICATE, HOLD, NAK_SEQ_ERROR, SEQ_ERROR, Responder
 from traffic.headers import (
     ACK,
     CNP,
@@ -36,59 +41,19 @@ from traffic.headers import (
     RETH_OPCODES,
     TAG_IP_PROTO,
 )
+from traffic.receiver_config import ExpectedFlow, ReceiverConfig
 from traffic.reorder import ReorderBuffer
 from traffic.results import Bin, MessageResult, QPRecvResult, RecvResult
 
 MISSING_TRACK_LIMIT = 1 << 16  # PSNs tracked per jump; beyond, counted as lost directly
 
 
-@dataclass(frozen=True)
-class ExpectedFlow:
-    src_ip: str
-    qpn: int
-    bytes: int
-
-
-@dataclass
-class ReceiverConfig:
-    iface: str  # one interface, or several separated by commas (a multi-port NIC)
-    duration_s: float | None = None  # stop after this long
-    idle_timeout_s: float | None = 2.0  # stop this long after the last data packet
-    expect: list[ExpectedFlow] = field(default_factory=list)  # stop once all are delivered
-    bin_s: float = 0.010
-    cnp: bool = True
-    cnp_interval_s: float = 0.050  # min gap between CNPs of one QP (scaled from 50 us)
-    cnp_dscp: int = 48  # CNPs on a high priority (6)
-    cnp_on_out_of_order: bool = False  # also answer a PSN gap in an untagged flow with a CNP
-    ack: bool = True
-    reorder_capacity: int = 4096
-    reorder_timeout_s: float = 0.100
-    verify_icrc: bool = True
-    record_delivery: bool = False  # keep each QP's released sequence numbers (tests)
-
-    def problems(self) -> list[str]:
-        out = []
-        if not any(i.strip() for i in self.iface.split(",")):
-            out.append("no interface to receive on")
-        if self.duration_s is not None and self.duration_s <= 0:
-            out.append(f"duration must be > 0 s, got {self.duration_s}")
-        if self.idle_timeout_s is not None and self.idle_timeout_s <= 0:
-            out.append(f"idle timeout must be > 0 s, got {self.idle_timeout_s}")
-        if self.bin_s <= 0:
-            out.append(f"bin width must be > 0 s, got {self.bin_s}")
-        if self.cnp_interval_s < 0:
-            out.append(f"CNP interval must be >= 0 s, got {self.cnp_interval_s}")
-        if self.duration_s is None and self.idle_timeout_s is None and not self.expect:
-            out.append("nothing ends the run: give a duration, an idle timeout or expected flows")
-        for e in self.expect:
-            if e.bytes <= 0:
-                out.append(f"expected bytes from {e.src_ip} QPN {e.qpn} must be > 0")
-        return out
+__all__ = ["ExpectedFlow", "Receiver", "ReceiverConfig", "run_receiver"]
 
 
 class _Flow:
-    __slots__ = ("buffer", "delivered_bytes", "delivered_seqs", "highest", "key", "last_cnp",
-                 "last_released_psn", "missing", "msg", "msg_stamp", "replies", "res",
+    __slots__ = ("buffer", "delivered_bytes", "delivered_seqs", "ep", "gbn", "highest", "key",
+                 "last_cnp", "last_released_psn", "missing", "msg", "msg_stamp", "replies", "res",
                  "untracked", "want")
 
     def __init__(self, key: tuple[bytes, int], res: QPRecvResult, cfg: ReceiverConfig,
@@ -99,9 +64,14 @@ class _Flow:
         self.highest = -1  # highest PSN seen (unwrapped); senders start at PSN 0
         self.missing: set[int] = set()
         self.untracked = 0
-        self.buffer = ReorderBuffer(0, cfg.reorder_capacity, cfg.reorder_timeout_s)
+        # With go-back-N a hole is resent, never given up on: the buffer waits (the responder
+        # NAKs it after the reorder timeout) and a full buffer refuses packets instead.
+        self.gbn = Responder(cfg.reorder_timeout_s) if cfg.go_back_n else None
+        timeout = 1e9 if cfg.go_back_n else cfg.reorder_timeout_s
+        self.buffer = ReorderBuffer(0, cfg.reorder_capacity, timeout)
         self.last_cnp = -float("inf")
-        self.replies: dict[int, FrameTemplate] = {}
+        self.replies: dict[tuple[int, int], FrameTemplate] = {}  # (opcode, syndrome) ->
+        self.ep: Endpoints | None = None  # addressing of replies, from the first data frame
         self.msg: MessageResult | None = None  # message being assembled from the in-order stream
         self.msg_stamp = 0  # its send time (ns since the epoch)
         self.delivered_bytes = 0
@@ -191,6 +161,9 @@ class Receiver:
             for flow in self.flows.values():
                 if flow.buffer.occupancy:
                     self._deliver(flow, flow.buffer.expire(now), now)
+                    if flow.gbn is not None:
+                        flow.gbn.tick(now)
+                        self._send_replies(flow)
             if self._expect and not self._pending:
                 break
             if now >= end:
@@ -232,6 +205,20 @@ class Receiver:
         psn = int.from_bytes(frame[bth + 9 : bth + 12], "big")
         # Unwrap the 24-bit PSN around the highest seen.
         ext = flow.highest + ((psn - flow.highest + 0x800000) & 0xFFFFFF) - 0x800000
+        rc = flow.gbn
+        if rc is not None:
+            verdict = rc.on_data(ext, bool(frame[bth + 8] & 0x80), tag_seq >= 0, now)
+            if verdict == HOLD and flow.buffer.occupancy >= self.cfg.reorder_capacity:
+                rc.ahead.discard(ext)  # no room: refused, the sender will resend it
+                verdict = SEQ_ERROR
+            if rc.replies:
+                self._endpoints(flow, frame, l4)
+                self._send_replies(flow)
+            if verdict in (SEQ_ERROR, DUPLICATE):
+                if verdict == DUPLICATE:
+                    res.duplicates += 1
+                res.seq_errors = rc.seq_errors
+                return
         b = int((now - self.start) / self.cfg.bin_s)
         binr = res.bins.get(b)
         if binr is None:
@@ -283,7 +270,7 @@ class Receiver:
             binr.cnp_sent += 1
             if not ce:
                 res.cnp_out_of_order += 1
-        if frame[bth + 8] & 0x80 and self.cfg.ack:
+        if rc is None and frame[bth + 8] & 0x80 and self.cfg.ack:
             self._reply(flow, frame, l4, ACK, psn)
             res.acks_sent += 1
         stamp = 0
@@ -291,7 +278,7 @@ class Receiver:
             at = bth + 12 + (16 if opcode in RETH_OPCODES else 0)
             stamp = int.from_bytes(frame[at : at + 8], "big")
         item = (ext, opcode, payload, stamp)
-        seq = tag_seq if tag_seq >= 0 else ext
+        seq = tag_seq if tag_seq >= 0 and rc is None else ext
         released = flow.buffer.push(seq, item, now)
         if flow.buffer.occupancy and not flow.missing:
             # No PSN is missing, so the held packets are all there is: a hole in the tag
@@ -309,17 +296,37 @@ class Receiver:
         flow = self.flows[key] = _Flow(key, res, self.cfg, self._expect.get(key))
         return flow
 
-    def _reply(self, flow: _Flow, frame: memoryview, l4: int, opcode: int, psn: int) -> None:
-        template = flow.replies.get(opcode)
-        if template is None:
-            ep = Endpoints(
+    def _send_replies(self, flow: _Flow) -> None:
+        """Send the go-back-N responder's ACKs and NAKs (addressed like the flow's replies)."""
+        if flow.ep is None:
+            return
+        for kind, psn in flow.gbn.replies:
+            if kind == "nak":
+                self._reply(flow, None, 0, ACK, psn, NAK_SEQ_ERROR)
+                flow.res.naks_sent += 1
+            elif psn >= 0 and self.cfg.ack:
+                self._reply(flow, None, 0, ACK, psn)
+                flow.res.acks_sent += 1
+        flow.gbn.replies.clear()
+
+    def _endpoints(self, flow: _Flow, frame: memoryview, l4: int) -> Endpoints:
+        if flow.ep is None:
+            flow.ep = Endpoints(
                 src_mac=_mac(frame[0:6]), dst_mac=_mac(frame[6:12]),
                 src_ip=socket.inet_ntoa(frame[30:34]), dst_ip=flow.res.src_ip,
                 sport=int.from_bytes(frame[l4 : l4 + 2], "big"), dqpn=flow.res.qpn,
                 dscp=self.cfg.cnp_dscp, ecn=ECN_NOT_ECT,
             )
-            template = FrameTemplate(build_frame(ep, opcode, becn=opcode == CNP), stamped=False)
-            flow.replies[opcode] = template
+        return flow.ep
+
+    def _reply(self, flow: _Flow, frame: memoryview | None, l4: int, opcode: int, psn: int,
+               syndrome: int = 0) -> None:
+        template = flow.replies.get((opcode, syndrome))
+        if template is None:
+            ep = flow.ep if frame is None else self._endpoints(flow, frame, l4)
+            template = FrameTemplate(build_frame(ep, opcode, becn=opcode == CNP,
+                                                 syndrome=syndrome), stamped=False)
+            flow.replies[(opcode, syndrome)] = template
         with contextlib.suppress(OSError):  # a full queue drops a reply, as a NIC would
             self._tx.send(template.render(psn))
 

@@ -23,7 +23,15 @@ class QPSendResult:
     rate_cuts: int = 0
     final_rate_bps: float = 0.0
     start: float = 0.0  # epoch seconds
-    end: float = 0.0
+    end: float = 0.0  # last packet sent; with go-back-N, the last PSN acknowledged
+    # go-back-N (traffic.gbn): packets/frame bytes sent again (included in packets/frame_bytes),
+    # NAKs received, retransmission timer expiries, PSNs acknowledged, QP gave up (retries spent)
+    retransmitted_packets: int = 0
+    retransmitted_bytes: int = 0
+    naks: int = 0
+    timeouts: int = 0
+    acked_packets: int = 0
+    gave_up: bool = False
     rate_samples: list[tuple[float, float]] = field(default_factory=list)  # (s from start, b/s)
 
     @property
@@ -114,6 +122,9 @@ class QPRecvResult:
     cnp_out_of_order: int = 0  # of those, CNPs for a PSN gap rather than an ECN mark
     acks_sent: int = 0
     icrc_errors: int = 0
+    # go-back-N: NAKs sent, untagged packets dropped for arriving ahead of the expected PSN
+    naks_sent: int = 0
+    seq_errors: int = 0
     tagged: int = 0
     reorder_occupancy_max: int = 0
     reorder_skipped: int = 0  # holes the reorder buffer gave up on (lost packets)

@@ -6,9 +6,16 @@ limiter, which DCQCN cuts on CNPs and recovers on its timers. PFC pause frames r
 interface stop the data priority for the time they ask. Frames come from prebuilt templates
 (`traffic.frames.FrameTemplate`) and go out on an AF_PACKET socket.
 
-QPNs are paired symmetrically: the receiver answers (CNP, ACK) with the QPN the data carried.
-The first payload bytes of a message carry its send time (ns since the epoch) so the receiver
-can compute flow completion times; all hosts of the lab share one clock.
+QPNs are paired symmetrically: the receiver answers (CNP, ACK, NAK) with the QPN the data
+carried. The first payload bytes of a message carry its send time (ns since the epoch) so the
+receiver can compute flow completion times; all hosts of the lab share one clock.
+
+Reliability (`go_back_n`, on by default as on a RoCEv2 RC NIC; `traffic.gbn`): the sender asks
+for an ACK on the last packet of every message and every `ack_every` packets, goes back to the
+PSN a NAK names, and to the oldest unacknowledged PSN when the retransmission timer expires; a
+QP is finished when its last PSN is acknowledged. Retransmitted packets and bytes, NAKs and
+timeouts are counted per QP. Off, the sender sends every PSN once and only waits `ack_wait_s`
+for the ACKs of its messages (a lost packet leaves its message incomplete, as with UC).
 """
 
 from __future__ import annotations
@@ -17,7 +24,6 @@ import select
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from traffic import bpf, netutil
 from traffic.dcqcn import Dcqcn, DcqcnParams
@@ -25,125 +31,51 @@ from traffic.frames import (
     ECN_ECT0,
     ECN_NOT_ECT,
     ETH_LEN,
-    STAMP_LEN,
     Endpoints,
     FrameTemplate,
     build_frame,
 )
+from traffic.gbn import PSN_MASK, Requester, is_nak
 from traffic.headers import (
     ACK,
     CNP,
-    SEND_FIRST,
-    SEND_LAST,
-    SEND_MIDDLE,
-    SEND_ONLY,
     TAG_IP_PROTO,
-    WRITE_FIRST,
-    WRITE_LAST,
-    WRITE_MIDDLE,
-    WRITE_ONLY,
 )
 from traffic.pfc import PauseState
 from traffic.results import QPSendResult, SendResult
+from traffic.sender_config import VERBS, QueuePairConfig, SenderConfig
 
-VERBS = {
-    "write": (WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY),
-    "send": (SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_ONLY),
-}
-
-
-@dataclass
-class QueuePairConfig:
-    dst_ip: str
-    qpn: int
-    rate_bps: float = 10e6  # start rate; 0 = unpaced (as fast as the loop goes)
-    message_bytes: int = 65536
-    messages: int | None = 1  # None: keep sending until the sender's duration ends
-    sport: int | None = None  # default 49152 + qpn mod 16384
-    dst_mac: str | None = None  # default: from the neighbour table
-    verb: str = "write"
-    tag: bool = False  # add the DLB reorder tag (flow id = qpn mod 65536, seq from 0)
-
-    def problems(self) -> list[str]:
-        out = []
-        name = f"QP {self.qpn}"
-        if not 0 < self.qpn < 1 << 24:
-            out.append(f"{name}: QPN must be 1..16777215")
-        if self.rate_bps < 0:
-            out.append(f"{name}: rate must be > 0 b/s (0 = unpaced), got {self.rate_bps}")
-        if self.message_bytes < STAMP_LEN:
-            out.append(f"{name}: message size must be >= {STAMP_LEN} bytes (the first packet "
-                       f"carries the send time), got {self.message_bytes}")
-        if self.messages is not None and self.messages <= 0:
-            out.append(f"{name}: message count must be > 0, got {self.messages}")
-        if self.sport is not None and not 0 < self.sport < 65536:
-            out.append(f"{name}: UDP source port must be 1..65535, got {self.sport}")
-        if self.verb not in VERBS:
-            out.append(f"{name}: verb must be one of {sorted(VERBS)}, got {self.verb!r}")
-        try:
-            netutil.validate_ipv4(self.dst_ip, "destination")
-        except netutil.NetError as e:
-            out.append(f"{name}: {e}")
-        return out
-
-
-@dataclass
-class SenderConfig:
-    iface: str
-    qps: list[QueuePairConfig]
-    mtu_payload: int = 1024  # RDMA payload bytes per packet (the path MTU)
-    dscp: int = 26
-    ecn_capable: bool = True  # ECT(0) on data
-    priority: int = 3  # PFC priority of the data
-    link_bps: float = 100e6  # for PFC pause timing
-    dcqcn: bool = True
-    dcqcn_params: DcqcnParams | None = None  # default: DcqcnParams.scaled(QP start rate)
-    duration_s: float | None = None
-    src_ip: str | None = None  # default: the interface's address
-    src_mac: str | None = None
-    progress_s: float = 0.0  # > 0: call on_progress every so often
-    ack_wait_s: float = 0.2  # at the end, wait this long at most for outstanding ACKs
-    start_at: float | None = None  # epoch seconds: hold the first packet until then
-    # A QP that fell behind its schedule (the process was descheduled, the loop was slow) may
-    # catch up this much time at once; pauses and rate cuts never build up credit.
-    max_burst_s: float = 0.005
-
-    def problems(self) -> list[str]:
-        out = [p for qp in self.qps for p in qp.problems()]
-        if not self.qps:
-            out.append("no queue pairs to send")
-        keys = [(qp.dst_ip, qp.qpn) for qp in self.qps]
-        if len(set(keys)) != len(keys):
-            out.append("two queue pairs share a (destination, QPN)")
-        if self.mtu_payload < STAMP_LEN:
-            out.append(f"payload per packet must be >= {STAMP_LEN} bytes")
-        if not 0 <= self.dscp < 64:
-            out.append(f"DSCP must be 0..63, got {self.dscp}")
-        if not 0 <= self.priority < 8:
-            out.append(f"priority must be 0..7, got {self.priority}")
-        if self.link_bps <= 0:
-            out.append(f"link rate must be > 0 b/s, got {self.link_bps}")
-        if self.duration_s is not None and self.duration_s <= 0:
-            out.append(f"duration must be > 0 s, got {self.duration_s}")
-        if self.duration_s is None and any(qp.messages is None for qp in self.qps):
-            out.append("a QP without a message count needs a duration")
-        return out
+__all__ = ["QueuePairConfig", "Sender", "SenderConfig", "run_sender"]
 
 
 class _QP:
     """Run-time state of one queue pair."""
 
-    def __init__(self, cfg: QueuePairConfig, ep: Endpoints, mtu: int, dcqcn: Dcqcn | None):
+    def __init__(self, cfg: QueuePairConfig, ep: Endpoints, mtu: int, dcqcn: Dcqcn | None,
+                 sender: SenderConfig):
         self.cfg = cfg
         self.mtu = mtu
         self.dcqcn = dcqcn
         self.rate = cfg.rate_bps
         self.plan = _message_plan(cfg, ep, mtu)
-        self.psn = 0
-        self.index = 0  # position in the current message's plan
-        self.left = cfg.messages  # None = unlimited
+        total = None if cfg.messages is None else cfg.messages * len(self.plan)
+        self.gbn = Requester(total, sender.rto_s, sender.max_retries)
+        self.reliable = sender.go_back_n
+        self.ack_every = sender.ack_every
+        self.stamps: dict[int, int] = {}  # message number -> send time (ns) of its first packet
         self.next_t = 0.0
         self.res = QPSendResult(dst_ip=cfg.dst_ip, qpn=cfg.qpn, sport=ep.sport)
+
+    def due(self) -> float:
+        """When this QP next needs the loop: its next packet, or its retransmission timer."""
+        gbn = self.gbn
+        send = self.next_t if gbn.has_to_send else float("inf")
+        return min(send, gbn.timer_due()) if self.reliable else send
+
+    @property
+    def finished(self) -> bool:
+        gbn = self.gbn
+        return gbn.done if self.reliable else not gbn.has_to_send
 
 
 def _message_plan(cfg: QueuePairConfig, ep: Endpoints, mtu: int) -> list[FrameTemplate]:
@@ -176,6 +108,7 @@ class Sender:
         self.cfg = config
         self.on_progress = on_progress
         self._stop = False
+        self._t0 = 0.0
         netutil.require_interface(config.iface)
         self.src_mac = config.src_mac or netutil.interface_mac(config.iface)
         self.src_ip = config.src_ip or netutil.host_ip(config.iface)
@@ -191,7 +124,7 @@ class Sender:
             if config.dcqcn and qc.rate_bps > 0:
                 params = config.dcqcn_params or DcqcnParams.scaled(qc.rate_bps)
                 dc = Dcqcn(params, qc.rate_bps)
-            self.qps.append(_QP(qc, ep, config.mtu_payload, dc))
+            self.qps.append(_QP(qc, ep, config.mtu_payload, dc, config))
         mtu = netutil.interface_mtu(config.iface)
         biggest = max(len(t.buf) for q in self.qps for t in q.plan) - ETH_LEN
         if biggest > mtu:
@@ -218,7 +151,7 @@ class Sender:
         if cfg.start_at is not None:  # a coordinated start (collective steps)
             while not self._stop and time.time() < cfg.start_at:
                 self._poll_control(min(0.05, cfg.start_at - time.time()), time.perf_counter())
-        t0 = time.perf_counter()
+        t0 = self._t0 = time.perf_counter()
         wall0 = time.time()
         wall_off = wall0 - t0  # perf_counter -> epoch seconds
         end = t0 + cfg.duration_s if cfg.duration_s else float("inf")
@@ -236,47 +169,57 @@ class Sender:
         count = 0
         while active and not self._stop:
             now = time.perf_counter()
-            qp = min(active, key=_next_t) if len(active) > 1 else active[0]
+            qp = min(active, key=_QP.due) if len(active) > 1 else active[0]
+            gbn = qp.gbn
             due = qp.next_t
-            if self.pause.is_paused(prio, now):
+            if qp.reliable and gbn.timer_due() <= now:
+                gbn.on_timeout(now)
+                self._retire(qp, active, now + wall_off)
+                continue
+            if not gbn.has_to_send:  # everything sent: wait for ACKs or the timer
+                due = qp.due()
+            elif self.pause.is_paused(prio, now):
                 due = max(due, self.pause.resume_at(prio))
                 was_paused = True
             if due > now:
                 if now >= end:
                     break
-                self._poll_control(min(due, end) - now, t0)
+                self._poll_control(min(due, end, now + 0.05) - now, t0)
+                self._retire_finished(active, time.perf_counter() + wall_off)
                 continue
             if was_paused:  # time spent paused is not credit to catch up on
                 was_paused = False
                 for q in active:
                     q.next_t = max(q.next_t, now)
             plan = qp.plan
-            i = qp.index
+            psn = gbn.next
+            message, i = divmod(psn, len(plan))
             last = i == len(plan) - 1
-            stamp = int((now + wall_off) * 1e9) if i == 0 else 0
-            buf = plan[i].render(qp.psn, last, qp.psn, stamp)
+            stamp = 0
+            if i == 0:
+                stamp = qp.stamps.get(message) or int((now + wall_off) * 1e9)
+                if qp.reliable:
+                    qp.stamps[message] = stamp
+                    qp.stamps.pop(message - 2, None)
+            ackreq = last or (qp.reliable and (psn + 1) % qp.ack_every == 0)
+            buf = plan[i].render(psn & PSN_MASK, ackreq, psn, stamp)
             send(buf)
             n = len(buf)
-            qp.psn = (qp.psn + 1) & 0xFFFFFF
             res = qp.res
             res.packets += 1
             res.frame_bytes += n
             if qp.rate > 0:
                 qp.next_t = max(qp.next_t + n * 8 / qp.rate, now - max_burst)
-            if last:
-                qp.index = 0
+            if gbn.on_sent(psn, n, now) and last:
                 res.messages += 1
                 res.payload_bytes += qp.cfg.message_bytes
-                if qp.left is not None:
-                    qp.left -= 1
-                    if qp.left == 0:
-                        res.end = now + wall_off
-                        active.remove(qp)
-            else:
-                qp.index = i + 1
+            if not gbn.has_to_send and not qp.reliable:
+                res.end = now + wall_off
+                active.remove(qp)
             count += 1
             if count & 31 == 0:
                 self._poll_control(0.0, t0)
+                self._retire_finished(active, time.perf_counter() + wall_off)
                 if now >= end:
                     break
                 if now >= next_progress and self.on_progress:
@@ -284,12 +227,25 @@ class Sender:
                     self.on_progress(self._result(wall0, now - t0, partial=True))
         now = time.perf_counter()
         for qp in self.qps:
-            if qp.index:  # stopped mid-message: count the payload already sent
-                qp.res.payload_bytes += qp.index * qp.mtu  # only the LAST is shorter
+            gbn = qp.gbn
+            index = gbn.sent_max % len(qp.plan)
+            if index and not qp.res.end:  # stopped mid-message: count the payload already sent
+                qp.res.payload_bytes += index * qp.mtu  # only the LAST is shorter
             if qp.res.end == 0.0:
                 qp.res.end = now + wall_off
-        self._await_acks(now + self.cfg.ack_wait_s, t0)
+        if not cfg.go_back_n:
+            self._await_acks(now + self.cfg.ack_wait_s, t0)
         return self._result(wall0, time.perf_counter() - t0, partial=False)
+
+    def _retire(self, qp: _QP, active: list[_QP], wall: float) -> None:
+        if qp.finished and qp in active:
+            qp.res.end = wall
+            qp.res.gave_up = qp.gbn.failed
+            active.remove(qp)
+
+    def _retire_finished(self, active: list[_QP], wall: float) -> None:
+        for qp in [q for q in active if q.reliable and q.finished]:
+            self._retire(qp, active, wall)
 
     def _await_acks(self, deadline: float, t0: float) -> None:
         """Give the ACKs of the last messages time to arrive (each message asks for one)."""
@@ -333,7 +289,18 @@ class Sender:
                 qp.res.rate_cuts += 1
                 qp.res.rate_samples.append((round(t, 6), qp.rate))
         elif opcode == ACK:
-            qp.res.acks += 1
+            if len(frame) < bth + 16:
+                return
+            psn = int.from_bytes(frame[bth + 9 : bth + 12], "big")
+            now = t + self._t0
+            if is_nak(frame[bth + 12]):
+                qp.res.naks += 1
+                if qp.reliable:
+                    qp.gbn.on_nak(psn, now)
+            else:
+                qp.res.acks += 1
+                if qp.reliable:
+                    qp.gbn.on_ack(psn, now)
 
     def _update_rates(self, t: float) -> None:
         for qp in self.qps:
@@ -348,15 +315,16 @@ class Sender:
     def _result(self, wall0: float, elapsed: float, partial: bool) -> SendResult:
         for qp in self.qps:
             qp.res.final_rate_bps = qp.rate
+            stats = qp.gbn.stats
+            qp.res.retransmitted_packets = stats.retransmitted_packets
+            qp.res.retransmitted_bytes = stats.retransmitted_bytes
+            qp.res.timeouts = stats.timeouts
+            qp.res.acked_packets = qp.gbn.una
         return SendResult(
             iface=self.cfg.iface, src_ip=self.src_ip, start=wall0, elapsed_s=elapsed,
             qps=[qp.res for qp in self.qps], pause_frames=self.pause.frames,
             paused_s=self.pause.paused_s[self.cfg.priority], partial=partial,
         )
-
-
-def _next_t(qp: _QP) -> float:
-    return qp.next_t
 
 
 def run_sender(config: SenderConfig,

@@ -80,6 +80,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--link-rate", type=rate, default=rate("100M"), help="for PFC pause timing")
     s.add_argument("--no-ecn", action="store_true", help="send Not-ECT instead of ECT(0)")
     s.add_argument("--no-dcqcn", action="store_true", help="ignore CNPs")
+    s.add_argument("--no-go-back-n", action="store_true",
+                   help="send every PSN once, no ACK waiting or resending (UC-like)")
     s.add_argument("--json", type=Path, help="write the result here")
     s.add_argument("--progress", type=float, default=1.0, help="seconds between progress lines")
     s.add_argument("--quiet", action="store_true")
@@ -97,6 +99,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--bin", type=positive(float), default=10.0, help="time bin in ms (10)")
     r.add_argument("--cnp-interval", type=float, default=50.0, help="min ms between CNPs per QP")
     r.add_argument("--no-cnp", action="store_true")
+    r.add_argument("--no-go-back-n", action="store_true",
+                   help="no NAKs: count losses and reordering instead of asking for resends")
     r.add_argument("--cnp-on-ooo", action="store_true",
                    help="also answer a PSN gap in an untagged flow with a CNP")
     r.add_argument("--out-dir", type=Path, default=Path("."),
@@ -157,7 +161,8 @@ def _send(args: argparse.Namespace) -> int:
         cfg = SenderConfig(iface=args.iface, qps=qps, mtu_payload=args.mtu, dscp=args.dscp,
                            ecn_capable=not args.no_ecn, priority=args.priority,
                            link_bps=args.link_rate, dcqcn=not args.no_dcqcn,
-                           duration_s=args.duration, progress_s=0 if args.quiet else args.progress)
+                           duration_s=args.duration, progress_s=0 if args.quiet else args.progress,
+                           go_back_n=not args.no_go_back_n)
         problems = cfg.problems()
         if problems:
             raise UsageError("; ".join(problems))
@@ -177,7 +182,8 @@ def _send(args: argparse.Namespace) -> int:
     if not args.quiet:
         for q in result.qps:
             print(f"QP {q.qpn} -> {q.dst_ip}: {q.packets} packets, {q.payload_bytes} B, "
-                  f"{q.messages} messages, {q.cnps} CNPs, final rate {_mbps(q.final_rate_bps)}")
+                  f"{q.messages} messages, {q.cnps} CNPs, final rate {_mbps(q.final_rate_bps)}, "
+                  f"resent {q.retransmitted_packets} ({q.naks} NAKs, {q.timeouts} timeouts)")
         print(f"total {result.packets} packets in {result.elapsed_s:.3f} s ({result.pps:.0f} pps)")
     return 0
 
@@ -198,12 +204,14 @@ def _recv(args: argparse.Namespace) -> int:
     from traffic.results import write_receiver
 
     try:
-        netutil.require_interface(args.iface)
+        for iface in args.iface.split(","):  # a multi-port NIC: every port
+            netutil.require_interface(iface.strip())
         cfg = ReceiverConfig(iface=args.iface, duration_s=args.duration,
                              idle_timeout_s=args.idle_timeout,
                              expect=[_expect(e) for e in args.expect], bin_s=args.bin / 1000,
                              cnp=not args.no_cnp, cnp_interval_s=args.cnp_interval / 1000,
-                             cnp_on_out_of_order=args.cnp_on_ooo)
+                             cnp_on_out_of_order=args.cnp_on_ooo,
+                             go_back_n=not args.no_go_back_n)
         problems = cfg.problems()
         if problems:
             raise UsageError("; ".join(problems))

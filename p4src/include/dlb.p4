@@ -1,9 +1,8 @@
-/* Per-packet dynamic load balancing (DLB) with reorder tags.
+/* Per-packet spraying (round-robin DLB) with reorder tags (tagging.p4).
  * Spraying: every packet of a flow takes the next live uplink of its equal-cost set in turn (a
  * per-flow packet counter feeds an identity-hash selector, so member = count mod n; watch-port
- * members drop out when their port goes down). Tagging: the first switch (packet arriving from a
- * host-facing port) inserts the reorder tag with a per-flow sequence number; the receiving host
- * restores order from it and removes it. */
+ * members drop out when their port goes down). Blind to load: see qdlb.p4 for the queue-aware
+ * mode. */
 #ifndef FABRIC_DLB_P4
 #define FABRIC_DLB_P4
 
@@ -11,9 +10,7 @@
 #define ROUTING_SELECTOR_KEYS meta.lb_entropy: selector;
 
 #include "flow.p4"
-
-const bit<8> DLB_TAGGED_BY_HOST = 1;
-const bit<8> DLB_TAGGED_BY_SWITCH = 2;
+#include "tagging.p4"
 
 control PacketSpraying(inout local_metadata_t meta) {
     register<bit<16>>(FLOW_TABLE_SIZE) packets_sent;
@@ -23,38 +20,6 @@ control PacketSpraying(inout local_metadata_t meta) {
         packets_sent.read(count, meta.flow_index);
         packets_sent.write(meta.flow_index, count + 1);
         meta.lb_entropy = count;
-    }
-}
-
-control ReorderTagging(inout headers_t hdr,
-                       in local_metadata_t meta,
-                       in standard_metadata_t standard_metadata) {
-    register<bit<32>>(FLOW_TABLE_SIZE) next_seq;
-
-    action tag_from_host_port() {
-        bit<32> seq;
-        next_seq.read(seq, meta.flow_index);
-        next_seq.write(meta.flow_index, seq + 1);
-        hdr.dlb_tag.setValid();
-        hdr.dlb_tag.next_proto = hdr.ipv4.protocol;
-        hdr.dlb_tag.flags = DLB_TAGGED_BY_SWITCH;
-        hdr.dlb_tag.flow_id = meta.flow_index[15:0];
-        hdr.dlb_tag.seq = seq;
-        hdr.ipv4.protocol = IP_PROTO_DLB_TAG;
-        hdr.ipv4.total_len = hdr.ipv4.total_len + 8;
-    }
-    /* The controller lists the host-facing ports; only RoCEv2 packets are tagged. */
-    table host_ports {
-        key = { standard_metadata.ingress_port: exact; }
-        actions = { tag_from_host_port; NoAction; }
-        default_action = NoAction();
-        size = 512;
-    }
-
-    apply {
-        if (hdr.bth.isValid() && !hdr.dlb_tag.isValid()) {
-            host_ports.apply();
-        }
     }
 }
 

@@ -1,7 +1,10 @@
 /* The lab's switch pipeline. The including program picks the load-balancing mode:
  *   LB_MODE_ECMP     5-tuple hash over equal-cost next hops (default)
  *   LB_MODE_FLOWLET  flowlet switching: a new flowlet after an idle gap may take another path
- *   LB_MODE_DLB      per-packet spraying over live uplinks, reorder tags added at the first switch */
+ *   LB_MODE_DLB      per-packet round-robin spraying over live uplinks, blind to load; reorder
+ *                    tags added at the first switch unless the host tagged
+ *   LB_MODE_QDLB     queue-aware per-packet DLB: the less loaded (queue depth) of two live
+ *                    members per packet; reorder tags as in LB_MODE_DLB */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -15,6 +18,9 @@
 #include "telemetry.p4"
 #ifdef LB_MODE_DLB
 #include "dlb.p4"
+#endif
+#ifdef LB_MODE_QDLB
+#include "qdlb.p4"
 #endif
 #ifdef LB_MODE_FLOWLET
 #include "flowlet.p4"
@@ -34,6 +40,12 @@ control FabricIngress(inout headers_t hdr,
     ReorderTagging() reorder_tagging;
     PacketSpraying() load_balancing;
 #endif
+#ifdef LB_MODE_QDLB
+    FlowIndex() flow_index;
+    ReorderTagging() reorder_tagging;
+    QueueAwareDlb() load_balancing;
+    QueueAwareDlbLearn() load_learning;
+#endif
 #ifdef LB_MODE_FLOWLET
     FlowIndex() flow_index;
     FlowletSwitching() load_balancing;
@@ -51,12 +63,22 @@ control FabricIngress(inout headers_t hdr,
             reorder_tagging.apply(hdr, meta, standard_metadata);
             load_balancing.apply(meta);
 #endif
+#ifdef LB_MODE_QDLB
+            flow_index.apply(meta);
+            reorder_tagging.apply(hdr, meta, standard_metadata);
+            load_balancing.apply(hdr, meta);
+#endif
 #ifdef LB_MODE_FLOWLET
             flow_index.apply(meta);
             load_balancing.apply(meta, standard_metadata);
 #endif
         }
         routing.apply(hdr, meta, standard_metadata);
+#ifdef LB_MODE_QDLB
+        if (hdr.ipv4.isValid()) {
+            load_learning.apply(meta, standard_metadata);
+        }
+#endif
         pfc_reception.apply(hdr, meta, standard_metadata);
     }
 }
@@ -68,12 +90,18 @@ control FabricEgress(inout headers_t hdr,
     PfcGeneration() pfc;
     EgressPortIo() port_io;
     QueueTelemetry() telemetry;
+#ifdef LB_MODE_QDLB
+    DlbPortLoad() dlb_port_load;
+#endif
 
     apply {
         pfc.apply(hdr, meta, standard_metadata);
         ecn.apply(hdr, standard_metadata);
         port_io.apply(hdr, standard_metadata);
         telemetry.apply(standard_metadata);
+#ifdef LB_MODE_QDLB
+        dlb_port_load.apply(standard_metadata);
+#endif
     }
 }
 

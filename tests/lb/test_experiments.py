@@ -36,27 +36,46 @@ def test_lb_compare_quick(tmp_path):
     result = run_quick("lb-compare", tmp_path)
     params = json.loads((result.path / "params.json").read_text())
     assert params["status"] == "complete"
+    p = params["params"]
     runs = result.read_csv("runs.csv")
-    labels = {r["label"] for r in runs}
-    assert labels == {"ecmp", "flowlet 1 ms", "flowlet 50 ms", "dlb"}
-    assert len(runs) == 4 * len(params["params"]["flows"]) * params["params"]["seeds"]
+    even = [r for r in runs if r["scenario"] == "even"]
+    labels = {r["label"] for r in even}
+    assert labels == {"ecmp", "flowlet 1 ms", "flowlet 50 ms", "dlb", "qdlb", "dlb untagged"}
+    asymmetric = len(p["scenarios"]) - 1
+    assert len(runs) == p["seeds"] * (6 * len(p["flows"]) + asymmetric * len(
+        p["scenario_modes"]) * len(p["scenario_flows"]))
     for r in runs:
         n, links = int(r["flows"]), int(r["uplinks"])
-        assert r["complete"] == "1", f"{r['label']} N={n}: flows did not complete"
+        assert r["complete"] == "1", f"{r['scenario']} {r['label']} N={n}: flows incomplete"
         assert float(r["expected_ecmp"]) == pytest.approx(expected_imbalance(n, links), abs=1e-3)
         assert float(r["slowdown"]) >= 0.9
+    for r in even:
+        n, links = int(r["flows"]), int(r["uplinks"])
         if r["label"] == "dlb":  # every flow sprayed evenly: 32 packets over 4 uplinks
             assert float(r["imbalance"]) < 1.1, r
             assert int(r["packets"]) == n * 32 and r["uplinks_used"] == str(links)
+            assert r["naks"] == "0", "tagged reordering must not draw NAKs"
         if r["label"] == "ecmp":  # whole flows per uplink: max/mean is (flows on one) * links/n
             on_busiest = float(r["imbalance"]) * n / links
             assert on_busiest == pytest.approx(round(on_busiest), abs=0.1), r
+        if r["label"] == "dlb untagged":  # reordering read as loss: NAKs and go-back-N
+            assert int(r["naks"]) > 0 and int(r["retransmitted_packets"]) > 0, r
+    # One slower uplink: the queue-aware mode steers around it, blind spraying does not.
+    slow = {lab: [float(r["slowdown"]) for r in runs
+                  if r["scenario"] == "slow-uplink" and r["label"] == lab]
+            for lab in ("dlb", "qdlb")}
+    assert max(slow["qdlb"]) < min(slow["dlb"]), slow
     flows = result.read_csv("flows.csv")
     assert len(flows) == sum(int(r["flows"]) for r in runs)
-    assert all(f["tagged"] == f["packets"] for f in flows if f["label"] == "dlb")
-    assert all(f["tagged"] == "0" for f in flows if f["label"] != "dlb")
-    assert {"imbalance.png", "completion_cdf.png"} <= set(params["plots"])
-    assert png(result.path / "imbalance.png") and png(result.path / "completion_cdf.png")
+    for f in flows:
+        if f["label"] in ("dlb", "qdlb"):
+            assert f["tagged"] == f["packets"], f
+        else:
+            assert f["tagged"] == "0", f
+    assert {"imbalance.png", "completion_cdf.png", "scenarios.png", "tags.png"} <= set(
+        params["plots"])
+    for name in ("imbalance.png", "completion_cdf.png", "scenarios.png", "tags.png"):
+        assert png(result.path / name)
 
 
 def test_topology_aware_quick(tmp_path):

@@ -25,9 +25,12 @@ def knobs(schema: Schema, mode: str) -> None:
     if mode == "flowlet":
         assert schema.param(NAMES.gap_action, NAMES.gap_param).bitwidth == 48
         assert schema.table(NAMES.gap_table)
-    if mode == "dlb":
+    if mode in ("dlb", "qdlb"):
         assert schema.match_field(NAMES.tag_table, NAMES.tag_field).bitwidth == 9
         assert schema.action(NAMES.tag_action)
+    if mode == "qdlb":
+        assert schema.param(NAMES.dlb_action, NAMES.dlb_param).bitwidth == 1
+        assert schema.table(NAMES.dlb_table)
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -18,6 +18,8 @@ from traffic.frames import compute_icrc, strip_tag
 
 pytestmark = pytest.mark.root
 
+UC = {"go_back_n": False}  # every PSN sent once: the wire's loss and reordering, unrepaired
+
 
 def _scapy_icrc(frame: bytes) -> bytes:
     """scapy's own ICRC for the (untagged) frame: rebuild it with the field left empty."""
@@ -60,7 +62,8 @@ def test_receiver_counts_match_an_independent_count(relayed_net, run_flow, tmp_p
     with capture(b, pcap), relay(relayed_net, drop=",".join(map(str, drops)),
                                  hold=",".join(f"{p}:{k}" for p, k in holds.items())):
         _, got = run_flow(a, b, [{"dst_ip": b.ip, "qpn": 43, "rate_bps": 4e6,
-                                  "message_bytes": 300 * 1024, "messages": 1}])
+                                  "message_bytes": 300 * 1024, "messages": 1}],
+                          send=UC, recv=UC)
     want = expected_counts(data_psns(pcap))
     r = got["qps"][0]
     assert want["lost"] == len(drops)
@@ -85,7 +88,8 @@ def test_netem_loss_and_reordering_counted_exactly(pair_net, run_flow, tmp_path)
     pcap = str(tmp_path / "netem.pcap")
     with capture(b, pcap):
         _, got = run_flow(a, b, [{"dst_ip": b.ip, "qpn": 44, "rate_bps": 4e6,
-                                  "message_bytes": 400 * 1024, "messages": 1}])
+                                  "message_bytes": 400 * 1024, "messages": 1}],
+                          send=UC, recv=UC)
     want = expected_counts(data_psns(pcap))
     r = got["qps"][0]
     assert want["out_of_order"] > 0 and want["lost"] > 0

@@ -1,0 +1,112 @@
+"""Configuration of a RoCEv2 sender (`traffic.sender`): its queue pairs and its own settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from traffic import netutil
+from traffic.dcqcn import DcqcnParams
+from traffic.frames import STAMP_LEN
+from traffic.headers import (
+    SEND_FIRST,
+    SEND_LAST,
+    SEND_MIDDLE,
+    SEND_ONLY,
+    WRITE_FIRST,
+    WRITE_LAST,
+    WRITE_MIDDLE,
+    WRITE_ONLY,
+)
+
+VERBS = {
+    "write": (WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY),
+    "send": (SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_ONLY),
+}
+
+
+@dataclass
+class QueuePairConfig:
+    dst_ip: str
+    qpn: int
+    rate_bps: float = 10e6  # start rate; 0 = unpaced (as fast as the loop goes)
+    message_bytes: int = 65536
+    messages: int | None = 1  # None: keep sending until the sender's duration ends
+    sport: int | None = None  # default 49152 + qpn mod 16384
+    dst_mac: str | None = None  # default: from the neighbour table
+    verb: str = "write"
+    tag: bool = False  # add the DLB reorder tag (flow id = qpn mod 65536, seq from 0)
+
+    def problems(self) -> list[str]:
+        out = []
+        name = f"QP {self.qpn}"
+        if not 0 < self.qpn < 1 << 24:
+            out.append(f"{name}: QPN must be 1..16777215")
+        if self.rate_bps < 0:
+            out.append(f"{name}: rate must be > 0 b/s (0 = unpaced), got {self.rate_bps}")
+        if self.message_bytes < STAMP_LEN:
+            out.append(f"{name}: message size must be >= {STAMP_LEN} bytes (the first packet "
+                       f"carries the send time), got {self.message_bytes}")
+        if self.messages is not None and self.messages <= 0:
+            out.append(f"{name}: message count must be > 0, got {self.messages}")
+        if self.sport is not None and not 0 < self.sport < 65536:
+            out.append(f"{name}: UDP source port must be 1..65535, got {self.sport}")
+        if self.verb not in VERBS:
+            out.append(f"{name}: verb must be one of {sorted(VERBS)}, got {self.verb!r}")
+        try:
+            netutil.validate_ipv4(self.dst_ip, "destination")
+        except netutil.NetError as e:
+            out.append(f"{name}: {e}")
+        return out
+
+
+@dataclass
+class SenderConfig:
+    iface: str
+    qps: list[QueuePairConfig]
+    mtu_payload: int = 1024  # RDMA payload bytes per packet (the path MTU)
+    dscp: int = 26
+    ecn_capable: bool = True  # ECT(0) on data
+    priority: int = 3  # PFC priority of the data
+    link_bps: float = 100e6  # for PFC pause timing
+    dcqcn: bool = True
+    dcqcn_params: DcqcnParams | None = None  # default: DcqcnParams.scaled(QP start rate)
+    duration_s: float | None = None
+    src_ip: str | None = None  # default: the interface's address
+    src_mac: str | None = None
+    progress_s: float = 0.0  # > 0: call on_progress every so often
+    ack_wait_s: float = 0.2  # at the end, wait this long at most for outstanding ACKs
+    start_at: float | None = None  # epoch seconds: hold the first packet until then
+    # A QP that fell behind its schedule (the process was descheduled, the loop was slow) may
+    # catch up this much time at once; pauses and rate cuts never build up credit.
+    max_burst_s: float = 0.005
+    go_back_n: bool = True  # RC reliability: ACKs, NAKs, retransmission (traffic.gbn)
+    ack_every: int = 16  # ask for an ACK every this many packets (and at each message's end)
+    rto_s: float = 0.5  # retransmission timeout (doubles per consecutive expiry)
+    max_retries: int = 7  # consecutive timeouts before the QP gives up
+
+    def problems(self) -> list[str]:
+        out = [p for qp in self.qps for p in qp.problems()]
+        if self.ack_every <= 0:
+            out.append(f"ACK interval must be > 0 packets, got {self.ack_every}")
+        if self.rto_s <= 0:
+            out.append(f"retransmission timeout must be > 0 s, got {self.rto_s}")
+        if self.max_retries < 0:
+            out.append(f"retry count must be >= 0, got {self.max_retries}")
+        if not self.qps:
+            out.append("no queue pairs to send")
+        keys = [(qp.dst_ip, qp.qpn) for qp in self.qps]
+        if len(set(keys)) != len(keys):
+            out.append("two queue pairs share a (destination, QPN)")
+        if self.mtu_payload < STAMP_LEN:
+            out.append(f"payload per packet must be >= {STAMP_LEN} bytes")
+        if not 0 <= self.dscp < 64:
+            out.append(f"DSCP must be 0..63, got {self.dscp}")
+        if not 0 <= self.priority < 8:
+            out.append(f"priority must be 0..7, got {self.priority}")
+        if self.link_bps <= 0:
+            out.append(f"link rate must be > 0 b/s, got {self.link_bps}")
+        if self.duration_s is not None and self.duration_s <= 0:
+            out.append(f"duration must be > 0 s, got {self.duration_s}")
+        if self.duration_s is None and any(qp.messages is None for qp in self.qps):
+            out.append("a QP without a message count needs a duration")
+        return out
