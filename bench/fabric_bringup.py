@@ -1,10 +1,12 @@
 """Bring-up time per fabric, by stage, and the idle CPU use of the running fabric.
 
-    sudo .venv/bin/python bench/fabric_bringup.py [--target p4switch] [--idle 5] [FABRIC ...]
+    sudo flock /tmp/fabric-lab.lock .venv/bin/python bench/fabric_bringup.py \
+        [--target both|p4switch|bmv2] [--idle 5] [FABRIC ...]
 
-Per fabric: Mininet with hosts and links only (no switch processes), then the full network
-(switch processes started and probed until their gRPC port accepts), controller connect, and
-pipeline + routes; then the CPU the switch processes use while the fabric idles, in % of one core.
+Per fabric and target (default: p4switch and BMv2, side by side): Mininet with hosts and links
+only (no switch processes), then the full network (switch processes started and probed until
+their gRPC port accepts), controller connect, and pipeline + routes; then the CPU the switch
+processes use while the fabric idles, in % of one core.
 Target: HPN 7.0 at its default scale up and routed in under 15 s.
 """
 
@@ -24,6 +26,7 @@ from controller.fabric import FabricController
 from controller.pipeline import build_pipeline
 from topos import FABRICS, build_fabric
 from topos.mininet import FabricNetwork, select_target
+from topos.mininet.targets import TARGETS
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "p4src" / "ecmp.p4"
@@ -98,7 +101,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("fabrics", nargs="*", metavar="FABRIC",
                         help=f"fabrics to bring up (default: all of {', '.join(FABRICS)})")
-    parser.add_argument("--target", default="p4switch", choices=("auto", "p4switch", "bmv2"))
+    parser.add_argument("--target", default="both", choices=("both", "auto", "p4switch", "bmv2"),
+                        help="both (default): every fabric on p4switch, then on BMv2")
     parser.add_argument("--idle", type=float, default=5.0, help="idle CPU window, seconds")
     parser.add_argument("--prefix", default="",
                         help="prefix node/interface names and move gRPC/CLI ports (e.g. ct) to "
@@ -111,15 +115,37 @@ def main() -> int:
     if os.geteuid() != 0:
         print("fabric_bringup: needs root (Mininet)", file=sys.stderr)
         return 2
+    targets = ["p4switch", "bmv2"] if args.target == "both" else [args.target]
     pipelines: dict = {}
-    rows = [(fabric, bench(fabric, args.target, args.idle, pipelines, args.prefix)) for fabric in fabrics]
-    print(f"target {args.target}; P4 compile (once) {pipelines['compile']:.2f} s")
-    print(f"{'fabric':<11}{'sw':>4}{'NICs':>5}{'mininet':>9}{'ready':>8}{'connect':>9}"
-          f"{'routes':>8}{'UP':>7}{'writes':>8}{'idle CPU':>10}{'up cmd':>8}")
-    for fabric, f in rows:
-        print(f"{fabric:<11}{f['switches']:>4}{f['nics']:>5}{f['mininet']:>8.2f}s"
+    compile_s: dict[str, float] = {}
+    rows: list[tuple[str, str, dict[str, float] | None]] = []
+    for target in targets:
+        if target == "bmv2" and not TARGETS["bmv2"].available():
+            rows += [(fabric, target, None) for fabric in fabrics]
+            continue
+        for fabric in fabrics:
+            rows.append((fabric, target, bench(fabric, target, args.idle, pipelines, args.prefix)))
+            compile_s.setdefault(target, pipelines["compile"])
+    print("P4 compile (once per target): "
+          + ", ".join(f"{t} {s:.2f} s" for t, s in compile_s.items()))
+    print(f"{'fabric':<11}{'target':<10}{'sw':>4}{'NICs':>5}{'mininet':>9}{'ready':>8}"
+          f"{'connect':>9}{'routes':>8}{'UP':>7}{'writes':>8}{'idle CPU':>10}{'up cmd':>8}")
+    for fabric, target, f in rows:
+        if f is None:
+            print(f"{fabric:<11}{target:<10}  not installed")
+            continue
+        print(f"{fabric:<11}{target:<10}{f['switches']:>4}{f['nics']:>5}{f['mininet']:>8.2f}s"
               f"{f['ready']:>7.2f}s{f['connect']:>8.2f}s{f['routes']:>7.2f}s{f['up']:>6.2f}s"
               f"{f['writes']:>8}{f['idle_cpu_pct']:>9.1f}%{f['up_cmd']:>7.2f}s")
+    done = {(fabric, target): f for fabric, target, f in rows if f is not None}
+    if len(targets) == 2:
+        print("p4switch / BMv2, UP and up cmd:")
+        for fabric in fabrics:
+            a, b = done.get((fabric, "p4switch")), done.get((fabric, "bmv2"))
+            if a and b:
+                print(f"  {fabric:<11}{a['up'] / b['up']:>6.2f}{a['up_cmd'] / b['up_cmd']:>8.2f}")
+            else:
+                print(f"  {fabric:<11}  BMv2 not installed")
     print("mininet = hosts+links only; ready = full network with switches answering gRPC; "
           "UP = ready + connect + routes (target for hpn7: < 15 s); idle CPU = switch processes "
           "+ controller, % of one core; up cmd = `fabric-lab up --run true` total, compile "

@@ -1,24 +1,33 @@
 #!/usr/bin/env python3
-"""Benchmark: packets per second forwarded by one p4switch running p4src/ecmp.p4.
+"""Benchmark: p4switch against BMv2 (`simple_switch_grpc`), same harness, same programs.
 
-Two host namespaces, each linked by a veth pair to a switch port; the switch routes
-10.0.2.0/24 from port 1 to port 2 through the ECMP selector. A paced sender in h1 (1 ms
-batches) sends
-UDP frames of 64 B and 1000 B at increasing rates for five seconds each; a receiver in h2 counts
-them. Reports per size the highest rate forwarded without loss, and the start-up time of the
-switch (process start to gRPC port accepting connections), with and without a program.
+Two host namespaces, each linked by a veth pair to a switch port; the switch routes 10.0.2.0/24
+from port 1 to port 2 through the ECMP selector (a one-member group), programmed over P4Runtime.
+For p4src/ecmp.p4 and p4src/dlb.p4, on each target, with UDP frames of 64 B and 1000 B:
 
-    sudo .venv/bin/python bench/switch_pps.py [--rates 5000,10000,...] [--seconds 1]
+- latency: one stamped frame every 5 ms through the otherwise idle switch; one-way p50/p99 (µs,
+  receiver wake-up included, the same for both targets);
+- lossless: paced senders (1 ms batches) at increasing rates for `--seconds` each; the highest
+  rate forwarded without loss (in one of `--tries` runs);
+- max rate: a flood sender in h1 (one core, as fast as its raw socket sends) for `--flood`
+  seconds; forwarded packets/s = frames received in h2 / time from the first to the last (the
+  switch's backlog then drains before anything else is measured);
+- CPU per forwarded packet: the switch process's utime + stime (/proc/<pid>/stat) over the flood
+  run, divided by the frames it forwarded; RSS: the switch process's VmRSS after the runs.
+
+Also the start-up time (process start to gRPC accepting, `--no-p4`). The last column is the ratio
+p4switch / BMv2. Without BMv2 (simple_switch_grpc and p4c-bm2-ss on PATH) its columns say so.
+
+    sudo .venv/bin/python bench/switch_pps.py [--programs ecmp,dlb] [--sizes 64,1000]
+        [--rates 5000,10000,...] [--seconds 2] [--tries 2] [--flood 3] [--latency 2]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import select
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -26,116 +35,15 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path[:0] = [str(REPO), str(REPO / "bench")]
 
-MARK = b"p4switch-bench"
-DEFAULT_RATES = "5000,10000,15000,20000,25000,30000,35000,40000,50000"
+from switch_pps_io import Bench, drain, run_rate, run_traffic  # noqa: E402
 
-
-# ---- frames ---------------------------------------------------------------------------------
-def _csum(data: bytes) -> int:
-    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
-
-
-def udp_frame(size: int, run: int, sport: int = 49152) -> bytes:
-    """A UDP frame of `size` bytes whose payload carries the marker and the run number."""
-    tag = MARK + struct.pack("!I", run)
-    payload_len = max(len(tag), size - 14 - 20 - 8)
-    payload = tag + bytes(payload_len - len(tag))
-    udp = struct.pack("!HHHH", sport, 4791 + 1, 8 + len(payload), 0) + payload
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 1, 0, 64, 17, 0,
-                     socket.inet_aton("10.0.1.1"), socket.inet_aton("10.0.2.1"))
-    ip = ip[:10] + struct.pack("!H", _csum(ip)) + ip[12:]
-    eth = bytes.fromhex("020000000002020000000001") + b"\x08\x00"
-    return eth + ip + udp
-
-
-# ---- workers (run inside a host namespace through `ip netns exec`) -------------------------
-def raw(iface: str) -> socket.socket:
-    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
-    s.bind((iface, 3))
-    s.setsockopt(socket.SOL_SOCKET, 33, 64 * 1024 * 1024)  # SO_RCVBUFFORCE (root)
-    s.setsockopt(socket.SOL_SOCKET, 32, 4 * 1024 * 1024)  # SO_SNDBUFFORCE
-    s.setsockopt(263, 23, 1)  # PACKET_IGNORE_OUTGOING
-    return s
-
-
-def worker_send(iface: str, rate: int, seconds: float, size: int, run: int) -> None:
-    """Paced in 1 ms batches with sleeps in between, so that the sender leaves the CPU to the
-    switch (a busy-waiting sender would take a whole core of the two)."""
-    s = raw(iface)
-    frame = udp_frame(size, run)
-    n = int(rate * seconds)
-    send, clock = s.send, time.perf_counter
-    start = clock()
-    sent = 0
-    while sent < n:
-        due = min(n, int((clock() - start) * rate) + 1)
-        while sent < due:
-            send(frame)
-            sent += 1
-        time.sleep(0.001)
-    elapsed = clock() - start
-    print(f"{n} {elapsed:.6f}", flush=True)
-
-
-def worker_recv(iface: str, run: int) -> None:
-    """Counts this run's frames (late frames of earlier runs are not counted)."""
-    tag = MARK + struct.pack("!I", run)
-    s = raw(iface)
-    stop = []
-    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
-    print("ready", flush=True)
-    count = 0
-    recv = s.recv
-    while not stop:
-        r, _, _ = select.select([s], [], [], 0.05)
-        if not r:
-            continue
-        s.setblocking(False)
-        try:
-            while True:
-                if tag in recv(2048):
-                    count += 1
-        except BlockingIOError:
-            pass
-        s.setblocking(True)
-    print(count, flush=True)
-
-
-# ---- orchestration -------------------------------------------------------------------------
-def sh(*argv: str) -> None:
-    subprocess.run(argv, check=True, capture_output=True)
-
-
-class Bench:
-    def __init__(self) -> None:
-        self.tag = f"swb{os.getpid() % 10000}"
-        self.ns: list[str] = []
-        self.links: list[str] = []
-
-    def setup(self) -> tuple[str, str]:
-        for i in (1, 2):
-            ns = f"{self.tag}h{i}"
-            sh("ip", "netns", "add", ns)
-            self.ns.append(ns)
-            sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
-            sw = f"{self.tag}p{i}"
-            sh("ip", "link", "add", sw, "type", "veth", "peer", "name", "eth0", "netns", ns)
-            self.links.append(sw)
-            sh("sysctl", "-qw", f"net.ipv6.conf.{sw}.disable_ipv6=1")
-            sh("ip", "link", "set", sw, "up")
-            sh("ip", "-n", ns, "link", "set", "eth0", "up")
-        return self.links[0], self.links[1]
-
-    def cleanup(self) -> None:
-        for link in self.links:
-            subprocess.run(["ip", "link", "del", link], capture_output=True)
-        for ns in self.ns:
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+__all__ = ["Bench", "run_rate"]
+DEFAULT_RATES = "5000,10000,15000,20000,25000,30000,40000,50000,60000"
+TARGETS = ("p4switch", "bmv2")
+TICKS = os.sysconf("SC_CLK_TCK")
+LATENCY_GAP_US = 5000
 
 
 def free_port() -> int:
@@ -144,23 +52,40 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_switch(args: list[str], thrift_port: int = 0) -> tuple[subprocess.Popen, str, float]:
-    grpc_port = free_port()
-    argv = [sys.executable, "-m", "p4switch.cli.switch", "--thrift-port",
-            str(thrift_port or free_port()), *args, "--", "--grpc-server-addr",
-            f"127.0.0.1:{grpc_port}"]
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def start_switch(target: str, ports: dict[int, str], log: Path
+                 ) -> tuple[subprocess.Popen, str, float]:
+    """Start `target` with `--no-p4`; (process, gRPC address, seconds until gRPC accepts)."""
+    from topos.mininet.targets import TARGETS as ARGV
+    from topos.model import Switch
+
+    model = Switch("bench", "leaf", 1, device_id=1, grpc_port=free_port(),
+                   thrift_port=free_port())
+    argv = ARGV[target].argv(model, ports)
     start = time.monotonic()
-    proc = subprocess.Popen(argv, cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)),
-                            stderr=subprocess.DEVNULL)
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
     while True:
         if proc.poll() is not None:
-            raise SystemExit(f"p4switch exited with {proc.returncode}")
+            raise SystemExit(f"{target} exited with {proc.returncode}; see {log}")
         try:
-            with socket.create_connection(("127.0.0.1", grpc_port), timeout=0.1):
+            with socket.create_connection(("127.0.0.1", model.grpc_port), timeout=0.1):
                 break
         except OSError:
             time.sleep(0.002)
-    return proc, f"127.0.0.1:{grpc_port}", time.monotonic() - start
+    return proc, model.grpc_addr, time.monotonic() - start
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -172,133 +97,145 @@ def stop(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-def program_ecmp(addr: str, p4info, device_config: bytes) -> None:
-    """Route 10.0.2.0/24 to port 2 through a one-member ECMP group."""
-    import grpc
+def program_route(addr: str, pipeline) -> None:
+    """Push the pipeline; route 10.0.2.0/24 to port 2 through a one-member ECMP group."""
     from p4.v1 import p4runtime_pb2 as pb
-    from p4.v1 import p4runtime_pb2_grpc
 
-    def find(items, suffix):
-        return next(x for x in items if x.preamble.name.endswith(suffix))
+    from controller.p4rt import P4RuntimeClient
+    from controller.schema import Schema
 
-    with grpc.insecure_channel(addr) as channel:
-        stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
-        req = pb.SetForwardingPipelineConfigRequest(
-            device_id=0, action=pb.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
-        req.config.p4info.CopyFrom(p4info)
-        req.config.p4_device_config = device_config
-        stub.SetForwardingPipelineConfig(req)
-        table = find(p4info.tables, "ipv4_lpm")
-        action = find(p4info.actions, "set_next_hop")
-        profile = p4info.action_profiles[0]
+    schema = Schema(pipeline.p4info)
+    table = schema.table("FabricIngress.routing.ipv4_lpm")
+    action = schema.action("FabricIngress.routing.set_next_hop")
+    profile = schema.profile_of("FabricIngress.routing.ipv4_lpm")
+    with P4RuntimeClient(addr, 1, name="bench switch") as client:
+        client.set_pipeline(pipeline.p4info, pipeline.device_config)
         member = pb.ActionProfileMember(action_profile_id=profile.preamble.id, member_id=1)
         member.action.action_id = action.preamble.id
         member.action.params.add(param_id=1, value=b"\x02")
         member.action.params.add(param_id=2, value=bytes.fromhex("020000000002"))
-        group = pb.ActionProfileGroup(action_profile_id=profile.preamble.id, group_id=1)
+        group = pb.ActionProfileGroup(action_profile_id=profile.preamble.id, group_id=1,
+                                      max_size=4)
         group.members.add(member_id=1, weight=1)
         entry = pb.TableEntry(table_id=table.preamble.id)
         lpm = entry.match.add(field_id=1).lpm
         lpm.value, lpm.prefix_len = socket.inet_aton("10.0.2.0"), 24
         entry.action.action_profile_group_id = 1
-        write = pb.WriteRequest(device_id=0)
-        for kind, name, msg in (("INSERT", "action_profile_member", member),
-                                ("INSERT", "action_profile_group", group),
-                                ("INSERT", "table_entry", entry)):
-            u = write.updates.add(type=pb.Update.Type.Value(kind))
-            getattr(u.entity, name).CopyFrom(msg)
-        stub.Write(write)
+        for name, msg in (("action_profile_member", member), ("action_profile_group", group),
+                          ("table_entry", entry)):
+            update = pb.Update(type=pb.Update.INSERT)
+            getattr(update.entity, name).CopyFrom(msg)
+            client.write([update])
 
 
-_runs = iter(range(1, 1 << 31))
+def measure(bench: Bench, proc: subprocess.Popen, size: int, args) -> dict[str, float]:
+    """Every figure for one frame size on a running, programmed switch: latency first (idle
+    switch), then the paced ladder, then the flood; the switch's backlog drains after it."""
+    tx, rx = bench.ns
+    out: dict[str, float] = {}
+    drain(rx)
+    _, _, got, _, p50, p99 = run_traffic(tx, rx, -LATENCY_GAP_US, args.latency, size)
+    out["lat_p50_us"], out["lat_p99_us"] = p50, p99
+    best = 0
+    for rate in (int(r) for r in args.rates.split(",")):
+        if not any(received == sent for sent, received in
+                   (run_rate(tx, rx, rate, args.seconds, size) for _ in range(args.tries))):
+            break  # the highest rate before the first loss is the figure
+        best = rate
+    out["lossless_pps"] = best
+    drain(rx)
+    cpu0 = cpu_seconds(proc.pid)
+    sent, took, got, span, _, _ = run_traffic(tx, rx, 0, args.flood, size)
+    cpu = cpu_seconds(proc.pid) - cpu0
+    out["offered_pps"] = sent / took
+    out["max_pps"] = (got - 1) / span if got > 1 and span > 0 else 0.0
+    out["cpu_us_per_pkt"] = cpu / got * 1e6 if got else float("nan")
+    out["rss_mb"] = rss_mb(proc.pid)
+    drain(rx)
+    return out
 
 
-def run_rate(ns_tx: str, ns_rx: str, rate: int, seconds: float, size: int) -> tuple[int, int]:
-    """(sent, received) for one paced run; frames still in flight 0.5 s after the last one
-    was sent count as lost."""
-    me = str(Path(__file__).resolve())
-    run = next(_runs)
-    rx = subprocess.Popen(["ip", "netns", "exec", ns_rx, sys.executable, me, "--worker", "recv",
-                           "eth0", str(run)], stdout=subprocess.PIPE, text=True)
-    assert rx.stdout.readline().strip() == "ready"
-    tx = subprocess.run(["ip", "netns", "exec", ns_tx, sys.executable, me, "--worker", "send",
-                         "eth0", str(rate), str(seconds), str(size), str(run)],
-                        capture_output=True, text=True, check=True)
-    sent = int(tx.stdout.split()[0])
-    time.sleep(0.5)
-    rx.send_signal(signal.SIGTERM)
-    received = int(rx.communicate(timeout=10)[0].strip())
-    time.sleep(0.5)  # a backlog left in the switch drains before the next run
-    return sent, received
+ROWS = (("max_pps", "forwarded pps, flood sender", "{:.0f}"),
+        ("offered_pps", "  (offered by the sender, pps)", "{:.0f}"),
+        ("lossless_pps", "lossless paced rate, pps", "{:.0f}"),
+        ("lat_p50_us", "latency p50, µs", "{:.0f}"),
+        ("lat_p99_us", "latency p99, µs", "{:.0f}"),
+        ("cpu_us_per_pkt", "CPU per forwarded packet, µs", "{:.1f}"),
+        ("rss_mb", "switch RSS, MB", "{:.0f}"))
+
+
+def report(program: str, size: int, figures: dict[str, dict[str, float] | str]) -> None:
+    print(f"\n{program}.p4, {size} B frames")
+    print(f"  {'':34}{'p4switch':>12}{'BMv2':>15}{'p4switch/BMv2':>15}")
+    a, b = figures["p4switch"], figures["bmv2"]
+    for key, label, fmt in ROWS:
+        left = fmt.format(a[key]) if isinstance(a, dict) else a
+        right = fmt.format(b[key]) if isinstance(b, dict) else b
+        ratio = (f"{a[key] / b[key]:.2f}" if isinstance(a, dict) and isinstance(b, dict)
+                 and b[key] else "-")
+        print(f"  {label:34}{left:>12}{right:>15}{ratio:>15}")
+
+
+def bmv2_missing() -> str:
+    import shutil
+
+    return "" if shutil.which("simple_switch_grpc") and shutil.which("p4c-bm2-ss") else \
+        "not installed"
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
-    p.add_argument("--rates", default=DEFAULT_RATES)
-    p.add_argument("--seconds", type=float, default=5.0,
-                   help="per rate; long enough that socket buffers cannot hide a deficit")
+    p.add_argument("--programs", default="ecmp,dlb")
     p.add_argument("--sizes", default="64,1000")
-    p.add_argument("--queue-rate", type=int, default=0, metavar="PPS",
-                   help="also rate-limit the egress queue of port 2 (packets then go through "
-                   "the traffic manager's queues instead of straight to egress)")
+    p.add_argument("--rates", default=DEFAULT_RATES)
+    p.add_argument("--seconds", type=float, default=2.0, help="per paced rate")
+    p.add_argument("--tries", type=int, default=2,
+                   help="runs per paced rate; the rate counts as lossless if one of them is (a "
+                   "shared machine stalls the switch now and then)")
+    p.add_argument("--flood", type=float, default=3.0, help="seconds of the flood run")
+    p.add_argument("--latency", type=float, default=2.0, help="seconds of stamped frames")
     args = p.parse_args()
-    if args.worker:
-        kind, *rest = args.worker
-        if kind == "send":
-            worker_send(rest[0], int(rest[1]), float(rest[2]), int(rest[3]), int(rest[4]))
-        else:
-            worker_recv(rest[0], int(rest[1]))
-        return 0
     if os.geteuid() != 0:
         print("switch_pps: needs root (namespaces, raw sockets)", file=sys.stderr)
         return 1
+    from controller.pipeline import build_pipeline
 
-    from p4switch.compiler import compile_program
-    from p4switch.p4info import build_p4info
-
-    program = compile_program(REPO / "p4src" / "ecmp.p4")
-    p4info = build_p4info(program.model)
+    missing = {"p4switch": "", "bmv2": bmv2_missing()}
     bench = Bench()
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
     try:
         p1, p2 = bench.setup()
+        ports = {1: p1, 2: p2}
         with tempfile.TemporaryDirectory() as tmp:
-            config = Path(tmp) / "ecmp.p4switch.json"
-            config.write_bytes(program.device_config())
-            proc, _, t_nop4 = start_switch(["--no-p4"])
-            stop(proc)
-            proc, _, t_src = start_switch(["-i", f"1@{p1}", str(REPO / "p4src" / "ecmp.p4")])
-            stop(proc)
-            thrift = free_port()
-            proc, addr, t_cfg = start_switch(["-i", f"1@{p1}", "-i", f"2@{p2}", str(config)],
-                                             thrift)
-            print(f"start-up to gRPC ready: --no-p4 {t_nop4:.3f} s, ecmp.p4 source "
-                  f"{t_src:.3f} s, ecmp.p4switch.json {t_cfg:.3f} s")
-            try:
-                program_ecmp(addr, p4info, program.device_config())
-                if args.queue_rate:
-                    subprocess.run([sys.executable, "-m", "p4switch.cli.runtime_cli",
-                                    "--thrift-port", str(thrift), "set_queue_rate",
-                                    str(args.queue_rate), "2"], cwd=REPO, check=True,
-                                   env=dict(os.environ, PYTHONPATH=str(REPO)))
-                    print(f"egress queue of port 2 limited to {args.queue_rate} pps")
-                rates = [int(r) for r in args.rates.split(",")]
-                for size in (int(s) for s in args.sizes.split(",")):
-                    best = 0
-                    for rate in rates:
-                        sent, received = run_rate(bench.ns[0], bench.ns[1], rate, args.seconds,
-                                                  size)
-                        loss = sent - received
-                        print(f"  {size:5d} B  offered {rate:6d} pps  sent {sent:6d}  "
-                              f"received {received:6d}  loss {loss}")
-                        if loss:
-                            break  # the highest rate before the first loss is the figure
-                        best = rate
-                    print(f"{size} B frames: max rate without loss {best} pps")
-            finally:
+            log = Path(tmp) / "switch.log"
+            for target in TARGETS:
+                if missing[target]:
+                    print(f"start-up to gRPC ready, {target}: {missing[target]}")
+                    continue
+                proc, _, seconds = start_switch(target, ports, log)
                 stop(proc)
+                print(f"start-up to gRPC ready (--no-p4), {target}: {seconds:.3f} s")
+            for program in args.programs.split(","):
+                figures: dict[int, dict[str, dict[str, float] | str]] = {}
+                for target in TARGETS:
+                    if missing[target]:
+                        for size in map(int, args.sizes.split(",")):
+                            figures.setdefault(size, {})[target] = missing[target]
+                        continue
+                    pipeline = build_pipeline(REPO / "p4src" / f"{program}.p4", target)
+                    proc, addr, _ = start_switch(target, ports, log)
+                    try:
+                        program_route(addr, pipeline)
+                        for size in map(int, args.sizes.split(",")):
+                            figures.setdefault(size, {})[target] = measure(bench, proc, size,
+                                                                           args)
+                    finally:
+                        stop(proc)
+                for size, by_target in figures.items():
+                    report(program, size, by_target)
     finally:
         bench.cleanup()
+    print(f"\nload average {os.getloadavg()[0]:.2f} at the end")
     return 0
 
 

@@ -119,9 +119,13 @@ class TableGen:
         for k in decl.keys or []:
             self.hoist(k.expr, env)
         color = em.fresh("color") if info.meter_decl is not None else None
+        # BMv2 has no default action for a table with an action profile or selector: p4c-bm2-ss
+        # drops `default_action` ("Target does not support default_action ... due to action
+        # profiles") and MatchTableIndirect::lookup returns its empty default entry on a miss.
+        miss = "None" if info.profile_var else f"{info.var}.default_entry.action"
         if not keys:  # a keyless table always runs its default action
             em.line(f"{hit} = False")
-            em.line(f"{act} = {info.var}.default_entry.action")
+            em.line(f"{act} = {miss}")
             if color:
                 em.line(f"{color} = None")
             self._dispatch(decl, info, env, hit, act, name, color)
@@ -131,7 +135,7 @@ class TableGen:
         em.line(f"if {entry} is None:")
         with em.indent():
             em.line(f"{hit} = False")
-            em.line(f"{act} = {info.var}.default_entry.action")
+            em.line(f"{act} = {miss}")
             if color:
                 em.line(f"{color} = None")
         em.line("else:")
@@ -154,7 +158,7 @@ class TableGen:
         """Resolve an action profile reference, then run the chosen action."""
         em = self.em
         if info.profile_var:
-            em.line(f"if {act}.__class__ is not _ActionCall:")
+            em.line(f"if {act} is not None and {act}.__class__ is not _ActionCall:")
             with em.indent():
                 h = "0"
                 if info.selector:
