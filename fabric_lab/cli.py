@@ -17,6 +17,8 @@ SUBCOMMANDS: list[str] = [
     "traffic",
     "demo",
     "lb",
+    "replot",
+    "lab",
 ]
 
 

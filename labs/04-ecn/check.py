@@ -1,0 +1,111 @@
+"""Checks of lab 4 (ECN): the student's EcnMarking in the p4switch engine, with the controller's
+RED profile (controller.congestion.EcnProfile) as range entries and the queue depth the checker
+chooses for each packet."""
+
+from __future__ import annotations
+
+from controller.congestion import EcnProfile
+from fabric_lab.labkit import LabSwitch, Step, StepFailed, Work, roce_frame
+
+TITLE = "ECN: RED marking on the queue depth"
+MINUTES = 45
+PREREQS = "lab 1; ECN bits, DCQCN (docs/mechanisms/ecn.md)"
+FILE = "ecn_lab.p4"
+
+PORTS = [1]
+NOT_ECT, ECT0, CE = 0, 2, 3
+
+
+def compiles(work: Work) -> str:
+    _ = work.compiled
+    return "compiled with the lab's pipeline"
+
+
+def _switch(work: Work, profile: EcnProfile) -> LabSwitch:
+    from p4switch.cpmodel import FieldMatch
+
+    switch = work.switch(PORTS)
+    for low, high, threshold in profile.ranges():
+        switch.insert("ecn.ecn_profile", (FieldMatch("range", low=low, high=high),),
+                      "ecn.set_mark_threshold", (threshold,), priority=1)
+    return switch
+
+
+def _marked(switch: LabSwitch, depth: int, count: int, ecn: int = ECT0) -> int:
+    marks = 0
+    for i in range(count):
+        out = switch.at_depth(roce_frame(50000, psn=i, ecn=ecn), depth)
+        marks += (out[15] & 3) == CE
+    return marks
+
+
+def marks_from_kmax(work: Work) -> str:
+    switch = _switch(work, EcnProfile(kmin=5, kmax=20, pmax=0.2))
+    for depth in (20, 40):
+        marks = _marked(switch, depth, 30)
+        if marks != 30:
+            raise StepFailed(f"queue depth {depth} (>= kmax 20): {marks} of 30 ECT(0) packets "
+                             f"left marked CE; every one should")
+    return "depth 20 and 40: 30 of 30 marked"
+
+
+def none_below_kmin(work: Work) -> str:
+    switch = _switch(work, EcnProfile(kmin=5, kmax=20, pmax=0.2))
+    for depth in (0, 3, 5):
+        marks = _marked(switch, depth, 40)
+        if marks:
+            raise StepFailed(f"queue depth {depth} (<= kmin 5): {marks} of 40 packets marked")
+    return "depth 0, 3, 5: none marked"
+
+
+def red_probability(work: Work) -> str:
+    profile = EcnProfile(kmin=4, kmax=12, pmax=1.0)
+    switch = _switch(work, profile)
+    marks = _marked(switch, 8, 400)
+    want = profile.probability(8) * 400
+    if not want * 0.7 <= marks <= want * 1.3:
+        raise StepFailed(f"queue depth 8 with kmin 4, kmax 12, pmax 1: {marks} of 400 marked; "
+                         f"RED marks about {want:.0f}")
+    return f"depth 8: {marks} of 400 marked (expected about {want:.0f})"
+
+
+def only_ect(work: Work) -> str:
+    switch = _switch(work, EcnProfile(kmin=5, kmax=20, pmax=0.2))
+    for ecn, name in ((NOT_ECT, "Not-ECT"), (CE, "CE")):
+        for i in range(10):
+            out = switch.at_depth(roce_frame(50000, psn=i, ecn=ecn), 40)
+            if (out[15] & 3) != ecn:
+                raise StepFailed(f"a {name} packet left with ECN bits {out[15] & 3}: only "
+                                 f"ECN-capable packets may be marked")
+    marks = _marked(switch, 40, 1, ecn=1)
+    if marks != 1:
+        raise StepFailed("an ECT(1) packet at depth 40 was not marked")
+    return "Not-ECT and CE untouched, ECT(1) marked"
+
+
+def counts_marks(work: Work) -> str:
+    switch = _switch(work, EcnProfile(kmin=5, kmax=20, pmax=0.2))
+    _marked(switch, 40, 7)
+    _marked(switch, 0, 5)
+    _marked(switch, 40, 3, ecn=NOT_ECT)
+    counted = switch.counter("ecn.ecn_marked_counter", PORTS[0])
+    if counted != 7:
+        raise StepFailed(f"7 packets were marked on port {PORTS[0]}; ecn_marked_counter[{PORTS[0]}]"
+                         f" says {counted}")
+    return f"ecn_marked_counter[{PORTS[0]}] = 7"
+
+
+STEPS = [
+    Step("compiles", compiles, "fix the compiler's first error; `p4switch-compile -I p4src "
+         "ecn_lab.p4 -o /tmp/out` shows the same"),
+    Step("marks every ECT packet from kmax on", marks_from_kmax,
+         "TODO 2: threshold 65535 is above every draw in [0, 65534]: mark when draw < threshold"),
+    Step("marks nothing below kmin", none_below_kmin,
+         "mark only when ecn_profile hits; no entry covers depths up to kmin"),
+    Step("marks with RED's probability between kmin and kmax", red_probability,
+         "random(draw, 0, 65534), then draw < mark_threshold (not <=, not a constant)"),
+    Step("marks only ECN-capable packets", only_ect,
+         "TODO 1: skip ECN_NOT_ECT (the sender cannot react) and ECN_CE (already marked)"),
+    Step("counts each mark at the egress port", counts_marks,
+         "ecn_marked_counter.count((bit<32>) standard_metadata.egress_port) when marking"),
+]

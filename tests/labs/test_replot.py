@@ -1,0 +1,62 @@
+"""`fabric-lab replot DIR` redraws a real run's plots from its CSV files alone."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from experiments.ecmp_hashing import EXPERIMENT
+from experiments.framework import execute
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _replot(*dirs: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "fabric_lab.cli", "replot", *map(str, dirs)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_replot_redraws_deleted_plots_from_the_csv(tmp_path: Path) -> None:
+    result = execute(EXPERIMENT, quick=True, base=tmp_path, progress=lambda _: None,
+                     overrides={"trials": "3", "flows": "2,4", "links": "2"})
+    drawn = {p.name: p.stat().st_size for p in result.plots()}
+    assert sorted(drawn) == ["imbalance.png", "polarisation.png"]
+    for plot in result.plots():
+        plot.unlink()
+    csv_before = (result.path / "imbalance.csv").read_bytes()
+    done = _replot(result.path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"{result.path}: 2 plot(s): imbalance.png, polarisation.png"
+    again = {p.name: p.stat().st_size for p in result.plots()}
+    assert sorted(again) == sorted(drawn)
+    assert all(size > 10_000 for size in again.values())
+    assert (result.path / "imbalance.csv").read_bytes() == csv_before  # CSV left as it was
+
+
+def test_replot_names_what_is_wrong(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = _replot(empty)
+    assert done.returncode == 1
+    assert "no params.json: not an experiment's result directory" in done.stderr
+
+    result = execute(EXPERIMENT, quick=True, base=tmp_path, progress=lambda _: None,
+                     overrides={"trials": "2", "flows": "2", "links": "2"})
+    (result.path / "polarisation.csv").unlink()
+    done = _replot(result.path)
+    assert done.returncode == 1
+    assert "ecmp-hashing needs polarisation.csv, which is missing" in done.stderr
+
+    failed = tmp_path / "failed"
+    failed.mkdir()
+    (failed / "params.json").write_text(json.dumps({"experiment": "ecmp-hashing",
+                                                     "status": "failed", "error": "boom"}))
+    unknown = tmp_path / "unknown"
+    unknown.mkdir()
+    (unknown / "params.json").write_text(json.dumps({"experiment": "nope"}))
+    done = _replot(failed, unknown)
+    assert done.returncode == 1
+    assert "did not complete (status 'failed': boom)" in done.stderr
+    assert "unknown experiment 'nope'" in done.stderr
