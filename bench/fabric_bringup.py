@@ -1,6 +1,6 @@
 """Bring-up time per fabric, by stage, and the idle CPU use of the running fabric.
 
-    sudo flock /tmp/fabric-lab.lock .venv/bin/python bench/fabric_bringup.py \
+    sudo .venv/bin/python bench/fabric_bringup.py \
         [--target both|p4switch|bmv2] [--idle 5] [FABRIC ...]
 
 Per fabric and target (default: p4switch and BMv2, side by side): Mininet with hosts and links

@@ -166,7 +166,7 @@ EXPERIMENT = Experiment(
     name="failover",
     summary="loss window, packets lost and recovery time when an uplink, a downlink, a "
             "dual-homed NIC's ToR or a silently dropping link fails",
-    duration="about 2 min with --quick, 6 min in full; Mininet, root",
+    duration="about 1-1.5 min with --quick, 4 min in full; Mininet, root",
     defaults={"fabric": "hpn7", "kinds": list(KINDS), "trials": 3, "flows_per_pair": 3,
               "pps": 120.0, "size": 256, "before_s": 1.5, "fail_s": 4.0, "after_s": 1.0,
               "drop": 0.3, "probe_period_s": 1.0},

@@ -324,7 +324,7 @@ EXPERIMENT = Experiment(
             "reorder tags, on even and asymmetric uplinks: link imbalance against "
             "balls-into-bins, per-flow throughput, job completion time, reordering, "
             "go-back-N retransmissions",
-    duration="about 2.5 min with --quick, 15 min in full; Mininet, root",
+    duration="about 2.5 min with --quick, 12 min in full; Mininet, root",
     defaults={"fabrics": ["leafspine", "bigraph", "hpn7"],
               "modes": ["ecmp", "flowlet", "dlb", "qdlb", "dlb-untagged"],
               "flowlet_gaps_us": [1000, 50000], "flows": [2, 4, 8, 16], "seeds": 3,

@@ -175,7 +175,7 @@ def run(ctx: RunContext) -> None:
     if unknown:
         raise ExperimentError(f"topology-aware: no part for {', '.join(unknown)}; "
                               f"parts: {', '.join(PARTS)}")
-    target = "p4switch" if ctx.target == "auto" else ctx.target
+    target = ctx.target  # resolved by the framework: p4switch or bmv2
     collectives, steps = [], []
     for name in names:
         c, s = run_part(ctx, name, target)
@@ -189,7 +189,7 @@ EXPERIMENT = Experiment(
     name="topology-aware",
     summary="rank placement: AIPod ring with naive vs topology-aware order (superspine traffic), "
             "BiGraph halving-doubling with naive vs EFLOPS-remapped ranks (link conflicts)",
-    duration="about 2.5 min with --quick, 5 min in full; Mininet, root",
+    duration="about 1 min with --quick, 5 min in full; Mininet, root",
     defaults={"parts": ["aipod", "bigraph"], "size": 131072, "link_mbps": 1.0,
               "queue_pkts": 256, "mtu_payload": 1024, "bigraph_switches_per_group": 4,
               "bigraph_hosts_per_switch": 2, "name_prefix": "", "port_base": 45000},

@@ -29,7 +29,7 @@ class DcqcnParams:
 
     @classmethod
     def scaled(cls, line_rate_bps: float) -> DcqcnParams:
-        """Parameters for 10-100 Mb/s emulated links (/work/shared PARAMETERS: timers in base
+        """Parameters for 10-100 Mb/s emulated links (the usual scaling: timers in base
         RTTs x ~500-1000, increases as fractions of line rate)."""
         if line_rate_bps <= 0:
             raise ValueError(f"line rate must be > 0 b/s, got {line_rate_bps}")

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
 from experiments.framework import ExperimentError, execute
 from experiments.registry import all_experiments
 from experiments.results import ResultDirError
+from fabric_lab.commands.up import add_cluster_args, cluster_options
+
+
+def _cluster(options):
+    """Every fabric the experiment brings up spreads over --servers (nothing without it)."""
+    if options is None:
+        return contextlib.nullcontext()
+    from topos.mininet.cluster import with_cluster
+
+    return with_cluster(options)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -20,13 +31,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--list", action="store_true", help="list the experiments and exit")
     parser.add_argument("--fabric", help="fabric to run on, where the experiment takes one")
     parser.add_argument("--target", default="auto", choices=("auto", "p4switch", "bmv2"),
-                        help="P4 target (default: auto)")
-    parser.add_argument("--quick", action="store_true", help="the short variant (about a minute)")
+                        help="P4 target (default: auto = p4switch; bmv2 only when asked for)")
+    parser.add_argument("--quick", action="store_true", help="the short variant (seconds to a few minutes; see --list)")
     parser.add_argument("--out", type=Path, help="result directory (new or empty)")
     parser.add_argument("--results", type=Path, default=Path("results"),
                         help="base directory for results (default: ./results)")
     parser.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
                         help="override a parameter (repeatable)")
+    add_cluster_args(parser)
     parser.set_defaults(func=_run)
 
 
@@ -53,8 +65,14 @@ def _run(args: argparse.Namespace) -> int:
             return 2
         overrides[key] = value
     try:
-        execute(experiments[args.experiment], quick=args.quick, target=args.target,
-                fabric=args.fabric, out=args.out, base=args.results, overrides=overrides)
+        cluster = cluster_options(args)
+    except (ValueError, RuntimeError) as error:
+        print(f"fabric-lab run: {error}", file=sys.stderr)
+        return 2
+    try:
+        with _cluster(cluster):
+            execute(experiments[args.experiment], quick=args.quick, target=args.target,
+                    fabric=args.fabric, out=args.out, base=args.results, overrides=overrides)
     except (ExperimentError, ResultDirError) as error:
         print(f"fabric-lab run: {error}", file=sys.stderr)
         return 2

@@ -211,7 +211,7 @@ class FabricCLI(CLI):
 
     def do_lb(self, line: str) -> None:
         """Show or switch the load-balancing mode of every switch (flowlet: optional gap in us).
-        Usage: lb [ecmp|flowlet [GAP_US]|dlb]"""
+        Usage: lb [ecmp|flowlet [GAP_US]|dlb|qdlb]"""
         if self.lb is None:
             self.stdout.write("*** no controller is running\n")
             return
@@ -219,7 +219,7 @@ class FabricCLI(CLI):
         mode = words[0] if words else None
         try:
             if len(words) > 2 or (len(words) == 2 and mode != "flowlet"):
-                raise ValueError("usage: lb [ecmp|flowlet [GAP_US]|dlb]")
+                raise ValueError("usage: lb [ecmp|flowlet [GAP_US]|dlb|qdlb]")
             gap = int(words[1]) if len(words) == 2 else None
             lines = self.lb(mode, gap)
         except (ValueError, RuntimeError) as err:
