@@ -13,8 +13,9 @@ and BMv2 alike.
 A direction is bad in a round when it lost at least `min_lost` frames in that round and, over
 that round and the `bad_rounds - 1` before it together, at least `min_lost` frames and
 `threshold` of what was sent (frames that were only late at one reading arrive in the next round
-and cancel out). A link bad for `bad_rounds` rounds in a row is isolated (`on_verdict(link,
-True)`); one good for `good_rounds` rounds in a row afterwards is given back.
+and cancel out); once its link is isolated, when it lost any frame (`direction_bad`). A link
+bad for `bad_rounds` rounds in a row is isolated (`on_verdict(link, True)`); one good for
+`good_rounds` rounds in a row afterwards is given back.
 """
 
 from __future__ import annotations
@@ -95,6 +96,18 @@ class Hysteresis:
             self.isolated.discard(link)
             return False
         return None
+
+
+def direction_bad(lost_now: int, sent: int, lost: int, *, isolated: bool, threshold: float,
+                  min_lost: int) -> bool:
+    """Whether one direction of a link is bad this round: `lost_now` lost this round, `sent` and
+    `lost` over the last rounds together (frames only late at one reading arrive in the next
+    round and cancel). A link in use must lose `min_lost` frames and `threshold` of what it was
+    sent. An isolated link carries the probes alone, too few to reach `min_lost`: any loss keeps
+    it isolated, or a link still dropping would be given back."""
+    if isolated:
+        return lost_now > 0 and lost > 0
+    return lost_now >= min_lost and lost >= min_lost and lost >= threshold * sent
 
 
 class LinkProber:
@@ -208,14 +221,12 @@ class LinkProber:
         return result
 
     def _bad(self, d: DirectionLoss) -> bool:
-        """Lost this round, and over the last `bad_rounds` rounds together: frames that were
-        only late at one reading (a switch that stalled) arrive in the next round and cancel."""
         window = self._history.setdefault((d.link, d.src), deque(maxlen=self.verdicts.bad_rounds))
         window.append((d.sent, d.received))
         sent = sum(w[0] for w in window)
         lost = sent - sum(w[1] for w in window)
-        return (d.lost >= self.min_lost and lost >= self.min_lost
-                and lost >= self.threshold * sent)
+        return direction_bad(d.lost, sent, lost, isolated=d.link in self.isolated,
+                             threshold=self.threshold, min_lost=self.min_lost)
 
     def _verdicts(self, bad: list[str], measured: set[str]) -> None:
         by_name = {f"{ln.a.node}~{ln.b.node}": ln for ln in self.links}

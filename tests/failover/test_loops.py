@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.probes import Hysteresis, probe_frame
+from controller.probes import Hysteresis, direction_bad, probe_frame
 from controller.reconverge import Reconverger
 from controller.sync import SyncReport
 from topos import build_fabric
@@ -80,6 +80,17 @@ def test_isolation_needs_bad_rounds_in_a_row_and_give_back_good_rounds():
     assert h.isolated == set()
     with pytest.raises(ValueError):
         Hysteresis(0, 1)
+
+
+def test_an_isolated_link_still_dropping_stays_isolated():
+    """Isolated, a link carries only the probes (5 a round): at 30% drop it never loses
+    `min_lost` of them, yet it must not be given back while it loses any."""
+    judge = {"threshold": 0.1, "min_lost": 5}
+    assert not direction_bad(2, 10, 3, isolated=False, **judge)  # in use: 2 of 5 is noise
+    assert direction_bad(6, 40, 10, isolated=False, **judge)
+    assert direction_bad(2, 10, 3, isolated=True, **judge)  # isolated: any loss is bad
+    assert not direction_bad(0, 10, 0, isolated=True, **judge)
+    assert not direction_bad(1, 10, 0, isolated=True, **judge)  # late, arrived next round
 
 
 def test_probe_frames_are_minimum_size_and_addressed_to_the_far_end():
