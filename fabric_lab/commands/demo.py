@@ -1,9 +1,13 @@
-"""`fabric-lab demo`: the live failover demo (about 30-60 s).
+"""`fabric-lab demo`: the live failover demo (about a minute).
 
-Brings up the HPN 7.0 fabric on the embedded p4switch target, starts RoCEv2 flows and shows
-each flow's throughput live, fails the busiest link of the chosen kind after a few seconds,
-shows the dip, the controller's reroute and the measured loss window, restores the link, and
-writes the timeline plot (its path is printed at the end). Needs root (Mininet).
+Brings up the HPN 7.0 fabric on the embedded p4switch target, starts RoCEv2 flows (500 packets/s
+each, so a 50 ms outage is five empty 10 ms bins) and runs three recoveries back to back:
+a ToR uplink fails (data-plane fast failover: nothing to see), an aggregation downlink fails (the
+controller reroutes: a short gap), an uplink silently drops 30% (the probes find it: a long
+lossy stretch); `--contrast` adds the downlink failure with the controller paused (no failover:
+dark until repaired). The terminal shows every flow live; `--web` serves the same on a page
+(127.0.0.1). At the end: loss windows per stage and flow, CSV files and timeline.png. Exits 1
+when a flow did not recover. Needs root (Mininet).
 """
 
 from __future__ import annotations
@@ -13,26 +17,34 @@ import os
 import sys
 from pathlib import Path
 
-KINDS = ("uplink", "downlink", "tor", "silent")
+STAGES = ("uplink", "downlink", "silent", "tor", "none")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "demo", help="live failover demo: flows, a link failure, the recovery (30-60 s)",
+        "demo", help="live failover demo: flows, three kinds of failure, the recoveries",
         description=__doc__.split("\n\n", 1)[1])
-    parser.add_argument("--kind", default="downlink", choices=KINDS,
-                        help="what fails: a ToR uplink, an aggregation downlink, a whole ToR "
-                             "of dual-homed NICs, or a link that silently drops 30%% "
-                             "(default: downlink)")
+    parser.add_argument("--kind", action="append", choices=STAGES, metavar="KIND",
+                        help="a stage to run, in order; repeatable (default: uplink downlink "
+                             "silent). uplink, downlink, silent, tor (a whole ToR of "
+                             "dual-homed NICs), none (a downlink with the controller paused)")
+    parser.add_argument("--contrast", action="store_true",
+                        help="end with a failure the controller does not handle (kind none)")
     parser.add_argument("--fabric", default="hpn7", help="fabric to run on (default: hpn7)")
     parser.add_argument("--target", default="p4switch", choices=("p4switch", "bmv2"),
                         help="switch target (default: p4switch, the embedded one)")
-    parser.add_argument("--before", type=float, default=5.0, metavar="S",
-                        help="seconds of flows before the failure (default 5)")
-    parser.add_argument("--hold", type=float, default=6.0, metavar="S",
-                        help="seconds the failure lasts (default 6)")
-    parser.add_argument("--after", type=float, default=4.0, metavar="S",
-                        help="seconds of flows after the restore (default 4)")
+    parser.add_argument("--before", type=float, default=3.0, metavar="S",
+                        help="seconds of flows before the first failure (default 3)")
+    parser.add_argument("--hold", type=float, default=3.0, metavar="S",
+                        help="seconds each failure lasts (default 3; a silent drop at least 4)")
+    parser.add_argument("--after", type=float, default=3.0, metavar="S",
+                        help="seconds of flows after the last restore (default 3)")
+    parser.add_argument("--pps", type=float, default=500.0, metavar="N",
+                        help="packets per second per flow (default 500; 8 flows)")
+    parser.add_argument("--web", action="store_true",
+                        help="also show it in the browser: serves a page on 127.0.0.1")
+    parser.add_argument("--web-port", type=int, default=8700, metavar="PORT",
+                        help="port of the web view (default 8700; 0 picks a free one)")
     parser.add_argument("--out", type=Path, help="result directory (new or empty; default "
                                                  "results/demo/<timestamp>)")
     parser.set_defaults(func=run)
@@ -42,16 +54,28 @@ def run(args: argparse.Namespace) -> int:
     if os.geteuid() != 0:
         print("fabric-lab demo: needs root for Mininet (sudo make demo)", file=sys.stderr)
         return 2
-    for name in ("before", "hold", "after"):
+    for name in ("before", "hold", "after", "pps"):
         if getattr(args, name) <= 0:
-            print(f"fabric-lab demo: --{name} must be > 0 seconds", file=sys.stderr)
+            print(f"fabric-lab demo: --{name} must be > 0", file=sys.stderr)
             return 2
-    from experiments.live_demo import run_demo
+    from experiments.demo import DEFAULT_KINDS, DemoFailed, run_demo
     from experiments.results import ResultDirError
 
+    kinds = list(args.kind or DEFAULT_KINDS)
+    if args.contrast and "none" not in kinds:
+        kinds.append("none")
+    attach = None
+    if args.web:
+        from fabric_lab.web import demo_attach
+
+        attach = demo_attach(args.web_port, args.target)
     try:
-        run_demo(kind=args.kind, fabric=args.fabric, target=args.target,
-                 before_s=args.before, fail_s=args.hold, after_s=args.after, out=args.out)
+        run_demo(kinds=kinds, fabric=args.fabric, target=args.target, before_s=args.before,
+                 hold_s=args.hold, after_s=args.after, pps=args.pps, out=args.out,
+                 attach=attach)
+    except DemoFailed as err:
+        print(f"fabric-lab demo: FAILED: {err}", file=sys.stderr)
+        return 1
     except (ResultDirError, ValueError, RuntimeError) as err:
         print(f"fabric-lab demo: {err}", file=sys.stderr)
         return 1

@@ -5,12 +5,15 @@ each probed until its gRPC port accepts) while the P4 program compiles for the t
 the controller to every switch, and program them (pipeline + routes). Then one of:
 - the Mininet CLI (default), with the controller rerouting when a link goes down or the link
   probes find it dropping; `link_fail A B`, `link_restore A B`, `link_drop A B PERCENT`,
-  `switch_fail S`, `links` and `events` fail and show links by name;
+  `switch_fail S`, `links` and `events` fail and show links by name; `lb ecmp|flowlet|dlb`
+  switches the load-balancing mode (so does `fabric-lab lb` from another terminal) and
+  `traffic SRC DST` sends RoCEv2 queue pairs between two NICs and reports what arrived;
 - `--pingall`: every NIC pings every other once; exit 0 only when nothing was lost;
 - `--run CMD`: run CMD (split like a shell would, not run by one) against the running fabric;
   its environment has FABRIC_LAB_FABRIC = the fabric model as JSON; the controller disconnects
   first so CMD can connect its own. Exits with CMD's status.
 Any exit path (error, Ctrl-C, SIGTERM) takes the network down.
+With --servers the fabric spreads over several machines (docs/cluster.md), taken down on each.
 """
 
 from __future__ import annotations
@@ -88,12 +91,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--scale", nargs="+", action="extend", default=[], metavar="K=V",
                         help="scale parameters, e.g. --scale segments=3")
     parser.add_argument("--target", default="auto", choices=("auto", "p4switch", "bmv2"),
-                        help="switch target (default: auto = BMv2 when installed)")
+                        help="switch target (default: auto = p4switch; bmv2 only when asked for)")
     add_program_args(parser)
     parser.add_argument("--flowlet-gap-us", type=int, metavar="US",
                         help="flowlet gap in µs (with --program p4src/flowlet.p4)")
     parser.add_argument("--pcap", type=Path, metavar="DIR", help="per-port pcaps into DIR")
     parser.add_argument("--log-dir", type=Path, metavar="DIR", help="switch logs into DIR")
+    parser.add_argument("--web", action="store_true",
+                        help="with the CLI: also serve the web view on 127.0.0.1 (--web-port)")
+    parser.add_argument("--web-port", type=int, default=8700, metavar="PORT",
+                        help="port of the web view (default 8700; 0 picks a free one)")
+    add_cluster_args(parser)
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--pingall", action="store_true",
                       help="ping all NIC pairs, print the loss, tear down")
@@ -101,8 +109,38 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def add_cluster_args(parser: argparse.ArgumentParser, network: bool = True) -> None:
+    """--servers and its companions (docs/cluster.md), shared by `up`, `run` and `show`
+    (`network=False`: placement only)."""
+    group = parser.add_argument_group("several servers (docs/cluster.md)")
+    group.add_argument("--servers", metavar="LIST",
+                       help="spread the fabric over these servers, e.g. localhost,host2 "
+                            "(root ssh to each, same checkout and `make setup` on each)")
+    group.add_argument("--placement", default="fabric", choices=("fabric", "switch"),
+                       help="fabric: whole rails/segments per server (fewest tunnels, default); "
+                            "switch: switch by switch")
+    if network:
+        group.add_argument("--tunnel", default="ssh", choices=("ssh", "gre"),
+                           help="links between servers: ssh Ethernet tunnels (default) or "
+                                "gretap (needs ip_gre)")
+        group.add_argument("--ssh-config", type=Path, metavar="FILE",
+                           help="ssh_config file for reaching the servers")
+
+
+def cluster_options(args: argparse.Namespace):
+    """ClusterOptions from the command line, None for this machine alone; ValueError when bad."""
+    if not args.servers:
+        return None
+    from topos.mininet.cluster import ClusterOptions
+
+    options = ClusterOptions(args.servers, placement=args.placement, tunnel=args.tunnel,
+                             ssh_config=args.ssh_config)
+    return None if options.servers == ("localhost",) else options
+
+
 def run(args: argparse.Namespace) -> int:
     from topos.mininet import FabricNetwork, SwitchStartError, select_target
+    from topos.mininet.cluster_servers import ClusterError
 
     timer = StageTimer()
     print(f"fabric-lab up {args.fabric}:", flush=True)
@@ -110,10 +148,22 @@ def run(args: argparse.Namespace) -> int:
         with timer.stage("fabric model"):
             spec = load_fabric(args.fabric, args.scale)
             target = select_target(args.target)
+            cluster = cluster_options(args)
     except (ValueError, RuntimeError) as err:
         print(f"fabric-lab up: {err}", file=sys.stderr)
         return 2
-    net = FabricNetwork(spec, target, log_dir=args.log_dir, pcap_dir=args.pcap)
+    if cluster is not None:
+        from topos.mininet.cluster import ClusterNetwork
+
+        try:
+            net = ClusterNetwork(spec, target, cluster=cluster, log_dir=args.log_dir,
+                                 pcap_dir=args.pcap)
+        except ValueError as err:
+            print(f"fabric-lab up: {err}", file=sys.stderr)
+            return 2
+        print(net.placement.describe(spec).split("\n", 1)[0], flush=True)
+    else:
+        net = FabricNetwork(spec, target, log_dir=args.log_dir, pcap_dir=args.pcap)
     ctl: FabricController | None = None
     compiling = ThreadPoolExecutor(max_workers=1)
     try:
@@ -141,7 +191,8 @@ def run(args: argparse.Namespace) -> int:
     except (PipelineError, LbError) as err:
         print(f"fabric-lab up: {err}", file=sys.stderr)
         return 2
-    except (SwitchStartError, ProgrammingError, P4RuntimeError, RuntimeCliError) as err:
+    except (SwitchStartError, ProgrammingError, P4RuntimeError, RuntimeCliError,
+            ClusterError) as err:
         print(f"fabric-lab up: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -185,15 +236,28 @@ def _hand_over(args: argparse.Namespace, spec, net, ctl: FabricController) -> in
                 return 127
     from controller.probes import LinkProber
     from controller.reconverge import Reconverger
+    from fabric_lab.commands.lb import LbServer
     from topos.mininet.cli import FabricCLI
 
     # reroute on port changes and on links the probes find dropping; `link_fail`, `link_drop`,
-    # `links` and `events` in the CLI
+    # `links` and `events` in the CLI; `lb` there or `fabric-lab lb` elsewhere switch the mode
     rc = Reconverger(ctl).start()
     prober = LinkProber(ctl, on_verdict=rc.isolate).start()
+    lb = LbServer(ctl).start()
     try:
-        FabricCLI(net.net, spec, events=lambda: [str(e) for e in rc.events])
+        with _web_view(args, spec, ctl, rc, prober, lb.handle):
+            FabricCLI(net.net, spec, events=lambda: [str(e) for e in rc.events], lb=lb.handle)
     finally:
+        lb.stop()
         prober.stop()
         rc.stop()
     return 0
+
+
+def _web_view(args: argparse.Namespace, spec, ctl: FabricController, rc, prober, lb):
+    """The web view (`--web`) for as long as the CLI runs; nothing without --web."""
+    if not args.web:
+        return contextlib.nullcontext()
+    from fabric_lab.web import up_view
+
+    return up_view(spec, ctl, rc, prober, lb=lb, port=args.web_port)

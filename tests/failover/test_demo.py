@@ -1,17 +1,36 @@
-"""The live demo: its view (unit) and a short run on a real fabric that writes its plot."""
+"""The live demo: its terminal view and measures (unit), its plot from CSV files, and real runs
+on HPN 7.0: three recoveries whose recorded series show the difference, and a fabric that does
+not recover failing the demo."""
 
 from __future__ import annotations
 
 import csv
 import io
+import json
+import statistics
 import time
+from pathlib import Path
 
 import pytest
 
 from controller.reconverge import LinkEvent
+from experiments.demo import DemoFailed, LiveView, columns, run_demo, sparkline
+from experiments.demo.measure import longest_empty, not_back, stage_outcomes
+from experiments.demo.plot import (
+    EVENT_FIELDS,
+    GAP_FIELDS,
+    OUTCOME_FIELDS,
+    STAGE_FIELDS,
+    TIMELINE_FIELDS,
+    plot_timeline,
+)
+from experiments.demo.stages import Stage
+from experiments.demo.view import lossy_columns
 from experiments.failover_lab import Failure, Flow, FlowRun
-from experiments.live_demo import LiveView, columns, run_demo, sparkline
+from experiments.results import ResultDir
 from tests.failover.fabrics import fo_fabric
+
+A, B, C, D = "h0n0->h3n0#256", "h0n0->h3n0#257", "h0n0->h3n0#258", "h0n0->h3n0#259"
 
 
 def _run(bins: dict[str, dict[int, int]], t0: float) -> FlowRun:
@@ -27,65 +46,201 @@ def test_sparkline_scales_to_full_and_clips():
     assert sparkline([1], 0) == " "
 
 
-def test_columns_are_mbps_per_100ms():
-    series = {i: 125 for i in range(0, 1000)}  # 125 B per 10 ms = 0.1 Mb/s
+def test_columns_are_mbps_per_50ms():
+    series = {i: 1280 for i in range(0, 1000)}  # 1280 B per 10 ms = 1.024 Mb/s
     series.update({i: 0 for i in range(900, 950)})
     cols = columns(series, 1000, 0.01)
-    assert len(cols) == 50 and cols[-1] == pytest.approx(0.1)
-    assert cols[-10:-5] == [0.0] * 5
+    assert len(cols) == 60 and cols[-1] == pytest.approx(1.024)
+    assert cols[-20:-10] == [0.0] * 10 and cols[-21] > 0 and cols[-10] > 0
 
 
-def test_the_terminal_view_redraws_in_place_and_shows_the_failure_and_events():
+def test_lossy_columns_mark_only_silences_that_lost_packets():
+    t0 = 1000.0
+    gaps = [[t0 + 9.02, t0 + 9.06, 20], [t0 + 9.5, t0 + 9.6, 0]]  # the second lost nothing
+    marks = lossy_columns(gaps, 1000, t0, 0.01)
+    assert sum(marks) == 2 and marks[-20] and marks[-19]
+
+
+def test_the_terminal_view_redraws_in_place_with_loss_windows_stages_and_events():
     t0 = time.time() - 10
-    bins = {"h0n0->h3n0#256": {i: 300 for i in range(1000)},
-            "h0n0->h3n0#257": {i: (0 if 600 <= i < 640 else 300) for i in range(1000)}}
+    bins = {A: {i: 1280 for i in range(1000)},
+            B: {i: (0 if 800 <= i < 806 else 1280) for i in range(1000)}}
     out = io.StringIO()
-    events = [LinkEvent("a~b", False, "port", t0 + 6.05, rerouted=t0 + 6.1, writes=4),
-              LinkEvent("a~b", False, "port", t0 + 6.05)]  # the other end: no change
-    view = LiveView("demo", 0.24, out, tty=True, events=events)
-    failure = Failure("downlink", "a~b", t_fail=t0 + 6.0)
+    events = [LinkEvent("a~b", False, "port", t0 + 8.0, rerouted=t0 + 8.06, writes=4),
+              LinkEvent("a~b", False, "port", t0 + 8.0)]  # the other end: no change
+    view = LiveView("demo", 1.024, out, tty=True, events=lambda: events,
+                    results=["uplink    x~y  3 flows cross it; no packet lost"],
+                    notes=["web view: http://127.0.0.1:8700/"])
+    stage = Stage("downlink", Failure("downlink", "a~b", t_fail=t0 + 8.0), 3.0, crossing=[B])
     run = _run(bins, t0)
-    run.lossy_gaps = {"h0n0->h3n0#257": [[t0 + 6.0, t0 + 6.4, 40]]}
-    view.tick(run, failure, "failed")
+    run.lossy_gaps = {B: [[t0 + 7.995, t0 + 8.06, 32]]}
+    view.tick(run, stage, "failed")
     text = out.getvalue()
     assert text.startswith("\x1b[H\x1b[J")
-    assert "DOWNLINK FAILURE: a~b down" in text
-    assert "h0n0->h3n0#257" in text and "400 ms" in text  # the 40 empty bins
-    assert "a~b down (port): rerouted in 50 ms, 4 writes" in text
+    assert "DOWNLINK FAILURE (controller reroute): a~b down" in text
+    assert "web view: http://127.0.0.1:8700/" in text
+    row = next(line for line in text.splitlines() if B in line)
+    assert row.startswith("*") and row.endswith("65 ms") and "\x1b[31m" in row  # red: lost
+    other = next(line for line in text.splitlines() if A in line)
+    assert "\x1b[31m" not in other and other.endswith("0 ms")
+    assert "uplink    x~y  3 flows cross it" in text
+    assert "a~b down (port): rerouted in 60 ms, 4 writes" in text
     assert "no route change" not in text
 
 
 def test_without_a_terminal_the_view_prints_plain_lines():
     out = io.StringIO()
-    view = LiveView("demo", 0.24, out, tty=False, events=[])
+    events: list = []
+    view = LiveView("demo", 1.024, out, tty=False, events=lambda: events)
     run = _run({}, time.time())
-    view.tick(run, Failure("uplink", ""), "before")
-    view.events.append(LinkEvent("a~b", False, "port", 1.0, rerouted=1.05, writes=2))
+    view.tick(run, None, "before")
+    events.append(LinkEvent("a~b", False, "port", 1.0))  # being rerouted
     view._last = 0.0  # next tick is due
-    view.tick(run, Failure("uplink", "a~b", t_fail=time.time()), "failed")
+    stage = Stage("uplink", Failure("uplink", "a~b", t_fail=time.time()), 3.0)
+    view.tick(run, stage, "failed")
+    assert "rerouted" not in out.getvalue()
+    events[0].rerouted, events[0].writes = 1.05, 2  # the rewrite is done
+    view._last = 0.0
+    view.tick(run, stage, "failed")
+    view._last = 0.0
+    view.tick(run, stage, "failed")
     lines = out.getvalue().splitlines()
+    assert sum("a~b down (port): rerouted in 50 ms" in line for line in lines) == 1
     assert "\x1b" not in out.getvalue()
     assert lines[0].startswith("--- flows running")
-    assert any(line.startswith("--- UPLINK FAILURE: a~b") for line in lines)
+    assert any(line.startswith("--- UPLINK FAILURE (data-plane fast failover): a~b") for line in lines)
     assert any("controller: " in line and "a~b down (port): rerouted" in line for line in lines)
     assert all(line.startswith(("---", "t=")) for line in lines)
+
+
+def test_recovered_means_delivering_without_loss_not_a_perfect_rate():
+    t0 = 1000.0
+    stage = Stage("downlink", Failure("downlink", "a~b", t_fail=t0 + 2.0, t_restore=t0 + 5.0), 3.0,
+                  crossing=[B, C, D])
+    bins = {A: {i: 1280 for i in range(800)},
+            B: {i: (0 if i >= 200 else 1280) for i in range(800)},  # dark from the failure on
+            C: {i: 640 if i >= 200 else 1280 for i in range(800)},  # half rate: a busy machine
+            D: {i: 896 if i >= 200 else 1280 for i in range(800)}}  # still losing 30%
+    records = {A: {"gaps": []}, B: {"gaps": []},  # B: no packet after its silence, no gap yet
+               C: {"gaps": [[t0 + 2.0, t0 + 2.06, 30]]},  # the reroute, then no loss
+               D: {"gaps": [[t0 + 2 + k * 0.01, t0 + 2.005 + k * 0.01, 2] for k in range(300)]}}
+    out = {o.flow: o for o in stage_outcomes(stage, [A, B, C, D], records, bins, t0=t0,
+                                             bin_s=0.01, size=256, nominal_per_bin=5)}
+    assert out[A].recovered and out[A].expected and out[A].outage_s == 0
+    assert not out[B].recovered and not out[B].expected and out[B].loss_window_s == 0
+    assert out[B].outage_s == pytest.approx(3.0)
+    assert out[C].recovered and out[C].loss_window_s == pytest.approx(0.06) and out[C].lost == 30
+    assert not out[D].recovered
+    assert not_back([A, B, C, D], records, bins, t0=t0, t_end=t0 + 8.0, bin_s=0.01, size=256,
+                    nominal_per_bin=5) == [B]
+    assert longest_empty(bins[B], 150, 260) == 60
+
+
+def test_the_timeline_plot_is_drawn_from_the_csv_files_alone(tmp_path: Path):
+    result = ResultDir(tmp_path)
+    result.write_params("demo", {"pps": 500, "bin_s": 0.01})
+    result.write_csv("timeline.csv", [{"flow": f, "t_s": round(i * 0.01, 2),
+                                       "packets": 0 if f == B and 300 <= i < 306 else 5}
+                                      for f in (A, B) for i in range(700)], TIMELINE_FIELDS)
+    result.write_csv("gaps.csv", [{"flow": B, "t_start_s": 2.995, "t_end_s": 3.06, "lost": 32}],
+                     GAP_FIELDS)
+    result.write_csv("stages.csv", [{"stage": 0, "kind": "downlink", "title": "controller reroute",
+                                     "target": "a~b", "hold_s": 3, "t_fail_s": 3.0,
+                                     "t_restore_s": 6.0, "t_settled_s": 6.1, "t_reroute_s": 3.06,
+                                     "detect_ms": 2, "reroute_ms": 58, "crossing": B}], STAGE_FIELDS)
+    result.write_csv("outcomes.csv", [
+        {"stage": 0, "kind": "downlink", "target": "a~b", "flow": f, "crossed": int(f == B),
+         "loss_window_ms": 65 if f == B else 0, "outage_ms": 60 if f == B else 0,
+         "lost": 32 if f == B else 0, "recovered": 1} for f in (A, B)], OUTCOME_FIELDS)
+    result.write_csv("events.csv", [], EVENT_FIELDS)
+    plot = plot_timeline(result)
+    assert plot == tmp_path / "timeline.png" and plot.stat().st_size > 10_000
+
+
+def _csv(path: Path) -> list[dict]:
+    with path.open() as f:
+        return list(csv.DictReader(f))
 
 
 @pytest.mark.mininet
 @pytest.mark.slow
 @pytest.mark.root
-def test_the_short_demo_runs_on_hpn7_and_writes_its_plot(tmp_path):
+def test_three_recoveries_show_the_difference_in_the_recorded_series(tmp_path):
     pytest.importorskip("p4switch.compiler", reason="the p4switch compiler is not in the tree")
     out = io.StringIO()
-    plot = run_demo(spec=fo_fabric("hpn7"), before_s=2.0, fail_s=3.0, after_s=2.0,
+    plot = run_demo(spec=fo_fabric("hpn7"), before_s=2.0, hold_s=2.0, between_s=1.5, after_s=2.0,
                     out=tmp_path / "demo", stream=out, tty=False)
     text = out.getvalue()
-    assert plot == tmp_path / "demo" / "timeline.png" and plot.stat().st_size > 10_000
-    assert "downlink failure of " in text and f"timeline plot: {plot}" in text
+    assert plot == tmp_path / "demo" / "timeline.png" and plot.stat().st_size > 30_000
+    assert f"timeline plot: {plot}" in text and "NOT RECOVERED" not in text
     assert "--- DOWNLINK FAILURE" in text and "rerouted in" in text
-    with (tmp_path / "demo" / "outcomes.csv").open() as f:
-        outcomes = list(csv.DictReader(f))
-    assert len(outcomes) == 8  # one row per flow
-    crossed = [row for row in outcomes if row["crossed"] == "1"]
-    assert crossed, "no flow crossed the failed downlink"
-    assert all(int(row["lost"]) > 0 for row in crossed), "a downlink reroute cost nothing?"
+    params = json.loads((tmp_path / "demo" / "params.json").read_text())
+    per_bin = params["params"]["pps"] * params["params"]["bin_s"]
+    stages = {row["kind"]: row for row in _csv(tmp_path / "demo" / "stages.csv")}
+    assert list(stages) == ["uplink", "downlink", "silent"]
+    series: dict[str, dict[float, float]] = {}
+    for row in _csv(tmp_path / "demo" / "timeline.csv"):
+        series.setdefault(row["flow"], {})[round(float(row["t_s"]), 2)] = float(row["packets"])
+    gaps: dict[str, list[tuple[float, float]]] = {}
+    for row in _csv(tmp_path / "demo" / "gaps.csv"):
+        gaps.setdefault(row["flow"], []).append((float(row["t_start_s"]), float(row["t_end_s"])))
+    assert len(series) == 8
+
+    def window(flow: str, start: float, end: float) -> list[tuple[float, float]]:
+        return [(t, n) for t, n in sorted(series[flow].items()) if start <= t < end]
+
+    # data-plane fast failover: the crossing flows stay at full rate (as much as the flows the
+    # failure did not touch delivered meanwhile: the machine is busy) and lose next to nothing
+    up = stages["uplink"]
+    t_fail, t_restore = float(up["t_fail_s"]), float(up["t_restore_s"])
+    crossing = up["crossing"].split()
+    assert crossing, "no flow crossed the failed uplink"
+    untouched = [sum(n for _t, n in window(flow, t_fail, t_restore - 0.05))
+                 for flow in series if flow not in crossing]
+    assert untouched and statistics.median(untouched) > 0.5 * per_bin * (t_restore - t_fail) / 0.01
+    for flow in crossing:
+        delivered = sum(n for _t, n in window(flow, t_fail, t_restore - 0.05))
+        assert delivered >= 0.9 * statistics.median(untouched), (flow, delivered, untouched)
+        lossy = [g for g in gaps.get(flow, []) if t_fail - 0.05 <= g[0] < t_restore - 0.05]
+        assert all(end - start < 0.05 for start, end in lossy), (flow, lossy)
+
+    # controller reroute: the crossing flows reach zero (an empty bin inside a lossy silence)
+    down = stages["downlink"]
+    t_fail = float(down["t_fail_s"])
+    crossing = down["crossing"].split()
+    assert crossing, "no flow crossed the failed downlink"
+    for flow in crossing:
+        lossy = [g for g in gaps.get(flow, []) if t_fail - 0.05 <= g[0] <= t_fail + 1.0]
+        assert lossy, f"{flow} lost nothing in the controller reroute"
+        zero = [t for t, n in window(flow, t_fail, t_fail + 1.0) if n == 0
+                and any(start <= t and t + 0.01 <= end for start, end in lossy)]
+        assert zero, f"{flow} never reached zero during the reroute"
+    assert down["reroute_ms"], "no reroute event recorded"
+
+    # silent drop: lossy for the probe rounds, then isolated; every flow recovered
+    outcomes = _csv(tmp_path / "demo" / "outcomes.csv")
+    silent = [o for o in outcomes if o["kind"] == "silent" and o["crossed"] == "1"]
+    assert silent and all(float(o["loss_window_ms"]) > 500 for o in silent)
+    assert all(o["recovered"] == "1" for o in outcomes)
+    assert stages["silent"]["t_reroute_s"], "the probes never isolated the dropping link"
+
+
+@pytest.mark.mininet
+@pytest.mark.slow
+@pytest.mark.root
+def test_a_fabric_that_does_not_recover_fails_the_demo_and_names_the_flows(tmp_path):
+    pytest.importorskip("p4switch.compiler", reason="the p4switch compiler is not in the tree")
+    out = io.StringIO()
+    with pytest.raises(DemoFailed) as failed:  # no controller loop: nothing reroutes
+        run_demo(spec=fo_fabric("hpn7"), kinds=["downlink"], before_s=1.5, hold_s=2.0,
+                 after_s=1.5, out=tmp_path / "demo", stream=out, tty=False,
+                 lab_options={"reconverge": False, "probes": False})
+    text = out.getvalue()
+    crossing = [row for row in _csv(tmp_path / "demo" / "outcomes.csv") if row["crossed"] == "1"]
+    assert crossing and all(row["recovered"] == "0" for row in crossing)
+    assert all(f"{row['flow']} did not recover from the downlink failure" in str(failed.value)
+               for row in crossing)
+    assert text.count("NOT RECOVERED") == len(crossing)
+    assert failed.value.plot.exists()
+    params = json.loads((tmp_path / "demo" / "params.json").read_text())
+    assert params["status"] == "failed" and len(params["problems"]) >= len(crossing)

@@ -1,0 +1,202 @@
+"""The live failover demo: HPN 7.0 on the embedded switch, flows, three recoveries, the verdict.
+
+`fabric-lab demo` (and `sudo make demo`) brings the fabric up, starts RoCEv2-format flows at
+500 packets/s each (5 packets per 10 ms bin: an outage of 50 ms is five empty bins), and runs
+the stages of `experiments.demo.stages` back to back: data-plane fast failover, controller
+reroute, silent drop found by the probes (and, on request, no failover at all). The terminal
+view (`experiments.demo.view`) and, with `--web`, the browser show it live; at the end it prints
+each stage's loss windows, writes CSV files and `timeline.png`, and fails (`DemoFailed`) when
+a flow did not recover.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from experiments.demo.measure import StageOutcome, not_back, stage_outcomes
+from experiments.demo.plot import (
+    EVENT_FIELDS,
+    GAP_FIELDS,
+    OUTCOME_FIELDS,
+    STAGE_FIELDS,
+    TIMELINE_FIELDS,
+    plot_timeline,
+)
+from experiments.demo.stages import DEFAULT_KINDS, EventLog, Stage, plan_stages, run_stages
+from experiments.demo.view import LiveView
+from experiments.failover_lab import FailoverLab, FlowRun
+from experiments.failover_measure import loss_window
+from experiments.results import ResultDir, allocate
+from topos import FabricSpec, build_fabric
+
+
+class DemoFailed(RuntimeError):
+    """The fabric did not recover (the plot and files are written all the same)."""
+
+    def __init__(self, message: str, plot: Path | None = None):
+        super().__init__(message)
+        self.plot = plot
+
+
+@dataclass
+class DemoState:
+    """What is running now, for live views other than the terminal (the web view)."""
+
+    run: FlowRun | None = None
+    stage: Stage | None = None
+    phase: str = "starting"
+    stages: list[Stage] = field(default_factory=list)
+    nominal_mbps: float = 0.0
+    notes: list[str] = field(default_factory=list)  # for the terminal view (the web view's URL)
+
+    def text(self) -> str:
+        return LiveView.phase_text(self.stage, self.phase, time.time()) if self.run else self.phase
+
+
+Attach = Callable[[FailoverLab, DemoState, EventLog], AbstractContextManager]
+
+
+def _first_reroute(events: list, t_fail: float) -> object | None:
+    done = [e for e in events if not e.up and e.rerouted is not None and e.seen >= t_fail - 0.05]
+    return min(done, key=lambda e: e.seen, default=None)
+
+
+def stage_rows(stages: list[Stage], events: list, t0: float) -> list[dict]:
+    rows = []
+    for i, stage in enumerate(stages):
+        f = stage.failure
+        first = None if stage.kind == "none" else _first_reroute(
+            [e for e in events if e.seen <= f.t_restore], f.t_fail)
+        rows.append({"stage": i, "kind": stage.kind, "title": stage.title, "target": f.target,
+                     "hold_s": stage.hold_s, "t_fail_s": round(f.t_fail - t0, 4),
+                     "t_restore_s": round(f.t_restore - t0, 4),
+                     "t_settled_s": round(stage.t_settled - t0, 4),
+                     "t_reroute_s": "" if first is None else round(first.rerouted - t0, 4),
+                     "detect_ms": "" if first is None else round((first.seen - f.t_fail) * 1000, 1),
+                     "reroute_ms": "" if first is None else round(first.reroute_s * 1000, 1),
+                     "crossing": " ".join(stage.crossing)})
+    return rows
+
+
+def _live_summary(stage: Stage, run: FlowRun) -> str:
+    with run.lock:
+        gaps = {name: list(g) for name, g in run.lossy_gaps.items()}
+    windows = [loss_window(gaps.get(name, []), stage.failure.t_fail, stage.hold_s,
+                           span=stage.kind == "silent") for name in stage.crossing]
+    worst = max(windows, default=0.0)
+    return (f"{stage.kind:<9}{stage.failure.target:<20}{len(stage.crossing)} flows cross it; "
+            + (f"worst loss window {worst * 1000:.0f} ms" if worst else "no packet lost"))
+
+
+def report(stages: list[Stage], outcomes: list[list[StageOutcome]], out: TextIO) -> None:
+    for stage, rows in zip(stages, outcomes, strict=True):
+        out.write(f"\n{stage.kind} ({stage.title}): {stage.failure.target}\n")
+        out.write(f"  {'flow':<24}{'loss window':>12}{'outage':>9}{'lost':>7}  state\n")
+        for o in rows:
+            window = f"{o.loss_window_s * 1000:.0f} ms" if o.crossed else "not crossed"
+            state = ("recovered" if o.recovered else
+                     "NOT RECOVERED (expected: no failover)" if o.kind == "none" else "NOT RECOVERED")
+            out.write(f"  {o.flow:<24}{window:>12}{o.outage_s * 1000:>6.0f} ms{o.lost:>7}  {state}\n")
+
+
+def run_demo(*, kinds: tuple[str, ...] | list[str] = DEFAULT_KINDS, fabric: str = "hpn7",
+             target: str = "p4switch", before_s: float = 3.0, hold_s: float = 3.0,
+             between_s: float = 2.0, after_s: float = 3.0, pps: float = 500.0, size: int = 256,
+             flows_per_pair: int = 4, out: Path | None = None, base: Path = Path("results"),
+             stream: TextIO = sys.stdout, tty: bool | None = None,
+             spec: FabricSpec | None = None, attach: Attach | None = None,
+             lab_options: dict | None = None) -> Path:
+    """Run the demo; returns the timeline plot's path, raises `DemoFailed` when a flow did not
+    recover. `spec` replaces the built fabric; `attach(lab, state, events)` is entered while
+    the fabric runs (a web view); `lab_options` go to `FailoverLab` (e.g. reconverge=False)."""
+    spec = spec or build_fabric(fabric)
+    result = ResultDir(allocate("demo", out, base))
+    bin_s = 0.01
+    params = {"fabric": spec.name, "kinds": list(kinds), "before_s": before_s, "hold_s": hold_s,
+              "between_s": between_s, "after_s": after_s, "pps": pps, "size": size,
+              "bin_s": bin_s, "flows_per_pair": flows_per_pair, "drop": 0.3}
+    result.write_params("demo", params, target=target, fabric=spec.name)
+    tty = stream.isatty() if tty is None else tty
+    stream.write(f"Bringing up {spec.name} ({len(spec.switches)} switches, "
+                 f"{len(spec.host_nics())} NICs) on {target}...\n")
+    stream.flush()
+    started = time.monotonic()
+    nominal = pps * size * 8 / 1e6
+    state = DemoState(nominal_mbps=nominal)
+    with FailoverLab(spec, target=target, log_dir=result.path / "logs", **(lab_options or {})) as lab:
+        stream.write(f"fabric up and routed in {time.monotonic() - started:.1f} s; tracing the "
+                     f"flows' paths\n")
+        stream.flush()
+        flows = lab.plan_flows(lab.default_pairs(), flows_per_pair)
+        paths = lab.trace_paths(flows)
+        stages = state.stages = plan_stages(lab, list(kinds), flows, paths, hold_s)
+        events = EventLog(lab)
+        view = LiveView(f"AI Fabric Lab: {spec.name} on {target}, {len(stages)} recoveries",
+                        nominal, stream, tty, events=events, notes=state.notes)
+        summarised: set[int] = set()
+
+        def tick(run: FlowRun, stage: Stage | None, phase: str) -> None:
+            state.stage, state.phase = stage, phase
+            if stage is not None and phase == "restored" and id(stage) not in summarised:
+                summarised.add(id(stage))
+                view.results.append(_live_summary(stage, run))
+            view.tick(run, stage, phase)
+
+        with attach(lab, state, events) if attach else contextlib.nullcontext(), \
+                lab.start_flows(flows, pps=pps, size=size, bin_s=bin_s) as run:
+            state.run = run
+            run_stages(lab, run, stages, events, before_s=before_s, between_s=between_s,
+                       after_s=after_s, drop=params["drop"], on_tick=tick)
+            t_end = time.time() - 0.3  # the receivers report their bins every 0.1 s
+            state.phase = "done"
+        all_events = events()
+    names = [f.name for f in flows]
+    bins = run.snapshot()
+    nominal_bin = pps * bin_s
+    outcomes = [stage_outcomes(s, names, run.results, bins, t0=run.t0, bin_s=bin_s, size=size,
+                               nominal_per_bin=nominal_bin) for s in stages]
+    result.write_csv("timeline.csv", [{"flow": name, "t_s": round(i * bin_s, 3),
+                                       "packets": round(n / size, 2)}
+                                      for name in names for i, n in sorted(bins.get(name, {}).items())],
+                     TIMELINE_FIELDS)
+    result.write_csv("gaps.csv", [
+        {"flow": name, "t_start_s": round(g[0] - run.t0, 4), "t_end_s": round(g[1] - run.t0, 4),
+         "lost": int(g[2])}
+        for name in names for g in run.results.get(name, {}).get("gaps", []) if g[2] > 0],
+        GAP_FIELDS)
+    result.write_csv("stages.csv", stage_rows(stages, all_events, run.t0), STAGE_FIELDS)
+    result.write_csv("outcomes.csv", [
+        {"stage": i, "kind": o.kind, "target": o.target, "flow": o.flow, "crossed": int(o.crossed),
+         "loss_window_ms": round(o.loss_window_s * 1000, 1), "outage_ms": round(o.outage_s * 1000),
+         "lost": o.lost, "recovered": int(o.recovered)}
+        for i, rows in enumerate(outcomes) for o in rows], OUTCOME_FIELDS)
+    result.write_csv("events.csv", [
+        {"link": e.link, "state": "up" if e.up else "down", "source": e.source,
+         "t_s": round(e.seen - run.t0, 4),
+         "reroute_ms": "" if e.reroute_s is None else round(e.reroute_s * 1000, 1),
+         "writes": e.writes, "error": e.error} for e in all_events], EVENT_FIELDS)
+    plot = plot_timeline(result)
+    report(stages, outcomes, stream)
+    problems = [f"{o.flow} did not recover from the {o.kind} failure of {o.target}"
+                for rows in outcomes for o in rows if not o.expected]
+    silent = [name for name in names if name not in run.results]
+    problems += [f"no packet of {name} arrived: the fabric does not forward" for name in silent]
+    problems += [f"{name} is not delivering without loss at the end of the run"
+                 for name in not_back(names, run.results, bins, t0=run.t0, t_end=t_end,
+                                      bin_s=bin_s, size=size, nominal_per_bin=nominal_bin)
+                 if name not in silent]
+    result.update_params(status="failed" if problems else "complete", plots=[plot.name],
+                         problems=problems)
+    stream.write(f"\ntimeline plot: {plot}\n")
+    stream.flush()
+    if problems:
+        raise DemoFailed("the fabric did not recover:\n  " + "\n  ".join(problems)
+                         + f"\n(switch logs in {result.path / 'logs'})", plot)
+    return plot

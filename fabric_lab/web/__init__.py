@@ -1,0 +1,55 @@
+"""The web view of a running fabric: `fabric-lab up FABRIC --web`, `fabric-lab demo --web`.
+
+A page on 127.0.0.1 with the fabric drawing (link state and utilisation, queue depths, ECN marks
+and PFC pauses per port), per-flow throughput charts, the controller's events as they happen,
+and buttons that fail, restore or silently degrade a link and switch the load-balancing mode.
+`layout` (the drawing as data), `monitor` (sampling), `actions` (the buttons), `server` (HTTP),
+`demo` (the demo's flows and state).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from controller.fabric import FabricController
+from fabric_lab.web.actions import ActionError, Actions
+from fabric_lab.web.layout import fabric_json
+from fabric_lab.web.monitor import FabricMonitor, Sources
+from fabric_lab.web.server import WebServer
+from topos.model import FabricSpec
+
+__all__ = ["ActionError", "Actions", "FabricMonitor", "Sources", "WebServer", "demo_attach",
+           "fabric_json", "serve", "up_view"]
+
+
+def serve(spec: FabricSpec, ctl: FabricController | None, *, target: str, sources: Sources,
+          port: int = 0, lb=None) -> WebServer:
+    """A started web view of `spec` (stop() it); `lb(mode, gap)`: the CLI's mode switch."""
+    actions = Actions(spec, ctl, target, lb_handler=lb)
+    if sources.mode is None:
+        sources.mode = actions.mode
+    monitor = FabricMonitor(spec, ctl, target=target, sources=sources,
+                            degraded=lambda: dict(actions.degraded))
+    return WebServer(monitor, actions, fabric_json(spec), port=port).start()
+
+
+@contextlib.contextmanager
+def up_view(spec: FabricSpec, ctl: FabricController, rc, prober, *, port: int, lb=None,
+            out=None) -> Iterator[WebServer]:
+    """The web view while `fabric-lab up` holds the Mininet CLI."""
+    sources = Sources(events=lambda: list(rc.events), isolated=lambda: set(prober.isolated),
+                      status=lambda: "fabric up; the controller reroutes around failed links")
+    server = serve(spec, ctl, target=ctl.pipeline.target, sources=sources, port=port, lb=lb)
+    print(f"web view: {server.url} (this machine only)", file=out, flush=True)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def demo_attach(port: int, target: str):
+    """`run_demo(attach=...)`: the web view while the demo runs."""
+    from fabric_lab.web.demo import attach
+
+    return attach(port, target)

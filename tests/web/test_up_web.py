@@ -1,0 +1,93 @@
+"""`fabric-lab up FABRIC --web` as a user runs it: the page is served while the Mininet CLI
+runs, a link failed at the CLI shows as down with the controller's reroute, and a command from
+the page (with its token) restores it."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.web.browser import wait_until
+from topos import build_fabric
+from topos.mininet.cli import find_link, link_name
+from topos.relocate import prefixed
+
+pytestmark = [pytest.mark.mininet, pytest.mark.root, pytest.mark.slow]
+ROOT = Path(__file__).resolve().parents[2]
+PREFIX, GRPC_BASE, THRIFT_BASE = "wu", 43559, 43090  # names and ports no other test uses
+
+
+def _get(url: str, path: str) -> bytes:
+    with urllib.request.urlopen(url.rstrip("/") + path, timeout=5) as response:
+        return response.read()
+
+
+def _post(url: str, token: str, body: dict) -> dict:
+    request = urllib.request.Request(
+        url.rstrip("/") + "/api/action", data=json.dumps(body).encode(), method="POST",
+        headers={"Origin": url.rstrip("/"), "X-Fabric-Lab-Token": token,
+                 "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def test_up_serves_the_web_view_while_the_cli_runs(tmp_path):
+    pytest.importorskip("p4switch.compiler", reason="the p4switch compiler is not in the tree")
+    spec = prefixed(build_fabric("leafspine", leaves=2, spines=2, hosts_per_leaf=1), PREFIX,
+                    GRPC_BASE, THRIFT_BASE)
+    path = tmp_path / "wuleafspine.json"
+    path.write_text(spec.to_json())
+    env = {**os.environ, "FABRIC_LAB_RUN_DIR": str(tmp_path / "run"), "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "fabric_lab.cli", "up", str(path), "--target",
+                             "p4switch", "--web", "--web-port", "0"], cwd=ROOT, env=env,
+                            text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+    seen: list[str] = []
+    try:
+        url = None
+        for line in proc.stdout:
+            seen.append(line)
+            found = re.search(r"web view: (http://127\.0\.0\.1:\d+/)", line)
+            if found:
+                url = found.group(1)
+                break
+        assert url, "".join(seen)
+        page = _get(url, "/").decode()
+        token = re.search(r'name="fabric-lab-token" content="([^"]+)"', page).group(1)
+        assert len(json.loads(_get(url, "/api/fabric"))["links"]) == len(spec.links)
+        link = link_name(find_link(spec, f"{PREFIX}leaf0", f"{PREFIX}spine1"))
+
+        def state() -> dict:
+            return json.loads(_get(url, "/api/state"))
+
+        def link_state() -> str:  # none before the view's first sample
+            return state()["links"].get(link, {}).get("state", "")
+
+        proc.stdin.write(f"link_fail {PREFIX}leaf0 {PREFIX}spine1\n")
+        proc.stdin.flush()
+        wait_until(lambda: link_state() == "down", 10, f"{link} down")
+        wait_until(lambda: any(e["link"] == link and not e["up"] and e["reroute_ms"] is not None
+                               for e in state()["events"]), 10, "the reroute event")
+        answer = _post(url, token, {"action": "restore", "link": link})
+        assert answer == {"ok": True, "message": f"{link} up"}
+        wait_until(lambda: link_state() == "up", 10, f"{link} up again")
+        wait_until(lambda: any(e["link"] == link and e["up"] and e["reroute_ms"] is not None
+                               for e in state()["events"]), 10, "the restore event")
+        proc.stdin.write("exit\n")
+        proc.stdin.flush()
+        rest, _ = proc.communicate(timeout=60)
+        seen.append(rest)
+    finally:
+        if proc.poll() is None:
+            proc.terminate()  # `up` takes the fabric down on SIGTERM
+            proc.wait(60)
+    assert proc.returncode == 0, "".join(seen)
+    with pytest.raises(OSError):  # the view went with the fabric
+        _get(url, "/api/state")
