@@ -1,19 +1,20 @@
 # AI Fabric Lab. `sudo make demo` and `sudo make test` set everything up on first use.
 VENV    := .venv
 BIN     := $(VENV)/bin
-STAMP   := $(VENV)/.setup-stamp
 PYTEST  ?= $(BIN)/pytest
+# Real BMv2 and p4c beside the checkout, when there (never required).
+P4LANG_ENV := $(abspath $(CURDIR)/../shared/p4lang/env.sh)
 
-.PHONY: setup demo test test-fast lint bench bench-engine bench-runtime bench-switch bench-traffic \
-        bench-fabric bench-lb bench-congestion bench-failover clean
+.PHONY: setup demo test test-fast test-bmv2 lint bench bench-engine bench-runtime bench-switch \
+        bench-traffic bench-fabric bench-lb bench-congestion bench-failover clean
 
-setup: $(STAMP)
-
-$(STAMP): requirements.txt pyproject.toml scripts/provision.sh
-	bash scripts/provision.sh
+# provision.sh is idempotent and quick when nothing changed; it runs every time so that a
+# `sudo make setup` after a user's `make setup` still links the commands onto sudo's PATH.
+setup:
+	@bash scripts/provision.sh
 
 demo: setup
-	$(BIN)/fabric-lab demo
+	$(BIN)/fabric-lab demo --web
 
 test: setup
 	$(BIN)/ruff check .
@@ -21,6 +22,20 @@ test: setup
 
 test-fast: setup
 	$(PYTEST) -q -p no:cacheprovider -m "not slow and not mininet"
+
+# Only the tests that need BMv2, on BMv2 from $(P4LANG_ENV) if it exists, else from PATH.
+test-bmv2: SHELL := /bin/bash
+test-bmv2: setup
+	@if [ -f "$(P4LANG_ENV)" ]; then . "$(P4LANG_ENV)"; echo "test-bmv2: BMv2 and p4c from $(dir $(P4LANG_ENV))"; fi; \
+	missing=""; for p in simple_switch_grpc p4c-bm2-ss; do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "test-bmv2: BMv2 not found:$$missing not on PATH. The lab VM installs them" \
+	       "(scripts/install_p4lang.sh); or build them: sudo bash scripts/build_p4lang.sh" >&2; exit 1; fi; \
+	if ! out=$$(simple_switch_grpc --version 2>&1); then \
+	  echo "test-bmv2: $$(command -v simple_switch_grpc) does not run: $$out" >&2; \
+	  echo "test-bmv2: (for $(dir $(P4LANG_ENV)): sudo bash $(dir $(P4LANG_ENV))install-deps.sh)" >&2; exit 1; fi; \
+	echo "test-bmv2: simple_switch_grpc $$out ($$(command -v simple_switch_grpc))"; \
+	$(PYTEST) -q -p no:cacheprovider -m bmv2
 
 lint: setup
 	$(BIN)/ruff check .
