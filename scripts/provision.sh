@@ -20,6 +20,7 @@ APT_WAIT_WHO=provision
 apt_packages=(
   mininet openvswitch-switch iproute2 iputils-ping ethtool net-tools psmisc
   tcpdump tshark python3 python3-venv python3-dev gcc make shellcheck ruby
+  openssh-client openssh-server sudo
 )
 # Headless Chromium renders the results page in a test. Debian packages it; Ubuntu only ships a
 # snap wrapper, so there the report test skips.

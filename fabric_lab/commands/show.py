@@ -6,9 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from fabric_lab.commands.up import add_cluster_args
 from topos import FABRICS, FabricSpec, build_fabric, fabric_parameters
 from topos.analysis import path_classes, tier_summary
 from topos.builders import parse_scale
+from topos.placement import parse_servers, place
 
 
 def scale_help() -> str:
@@ -34,6 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="directory for FABRIC.png (default: current directory)")
     parser.add_argument("--json", action="store_true",
                         help="also write the fabric model to FABRIC.json")
+    add_cluster_args(parser, network=False)
     parser.set_defaults(func=run)
 
 
@@ -68,7 +71,15 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:  # bad scale parameters or a fabric that fails validation
         print(f"fabric-lab show: {err}", file=sys.stderr)
         return 2
+    try:
+        placement = place(spec, parse_servers(args.servers), args.placement) \
+            if args.servers else None
+    except ValueError as err:
+        print(f"fabric-lab show: {err}", file=sys.stderr)
+        return 2
     print(summary(spec))
+    if placement is not None:
+        print("\n" + placement.describe(spec))
     args.out.mkdir(parents=True, exist_ok=True)
     png = draw(spec, args.out / f"{spec.name}.png")
     print(f"\nwrote {png}")

@@ -1,0 +1,253 @@
+"""A fabric spread over several servers with Mininet Cluster Edition (`mininet.examples.cluster`).
+
+    opts = ClusterOptions(["localhost", "server2"])
+    with ClusterNetwork(spec, select_target("auto"), cluster=opts) as net:
+        ...                                   # same API as FabricNetwork
+
+The network is a `MininetCluster`; nodes on this machine are the lab's usual nodes, nodes on
+another server are their `RemoteMixin` versions (`cluster_nodes`), placed by `topos.placement`.
+Links inside a server are veth pairs; links between servers are ssh Ethernet tunnels (default)
+or gretap. Every switch's P4Runtime and runtime-CLI port is forwarded to 127.0.0.1 here over the
+server's shared ssh connection, so the controller, the runtime CLI and the experiments reach a
+remote switch at the address the fabric model gives, unchanged.
+
+Teardown (any exit path, as FabricNetwork): the processes started on other servers are stopped
+(switches included), Mininet takes down tunnels, switches and hosts on every server, a second
+sweep on each server waits for its interfaces to go and removes the run's directory there, then
+the ssh connections close. `with_cluster(opts)` makes every `FabricNetwork(...)` built inside it
+(an experiment's) a ClusterNetwork.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mininet.examples.cluster import MininetCluster, RemoteMixin
+
+from topos.mininet.cluster_nodes import (
+    THRIFT_SHIFT,
+    GreTunnelLink,
+    RemoteFabricHost,
+    RemoteP4Switch,
+    SshTunnelLink,
+)
+from topos.mininet.cluster_servers import ClusterError, LocalServer, SshServer
+from topos.mininet.network import FabricNetwork, _warn_once, signals_deferred
+from topos.mininet.runstate import run_dir
+from topos.mininet.shaping import netem_available, tc_batch
+from topos.mininet.targets import Target
+from topos.model import FabricSpec, Link
+from topos.placement import LOCALHOST, Placement, parse_servers, place
+
+TUNNELS = {"ssh": SshTunnelLink, "gre": GreTunnelLink}
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    """Where a fabric runs: servers (`localhost` = this machine), placement policy, tunnel
+    kind, and an ssh_config file for reaching the servers (default: ssh's own)."""
+
+    servers: tuple[str, ...]
+    placement: str = "fabric"
+    tunnel: str = "ssh"
+    ssh_config: Path | None = None
+    user: str = "root"
+
+    def __init__(self, servers: str | list[str] | tuple[str, ...], placement: str = "fabric",
+                 tunnel: str = "ssh", ssh_config: Path | None = None, user: str = "root"):
+        if tunnel not in TUNNELS:
+            raise ClusterError(f"unknown tunnel {tunnel!r}; choose {', '.join(TUNNELS)}")
+        object.__setattr__(self, "servers", tuple(parse_servers(
+            servers if isinstance(servers, str) else list(servers))))
+        object.__setattr__(self, "placement", placement)
+        object.__setattr__(self, "tunnel", tunnel)
+        object.__setattr__(self, "ssh_config", ssh_config)
+        object.__setattr__(self, "user", user)
+
+
+_active: list[ClusterOptions] = []
+
+
+@contextlib.contextmanager
+def with_cluster(options: ClusterOptions | None) -> Iterator[None]:
+    """Inside the block, `FabricNetwork(spec, target, ...)` builds a ClusterNetwork."""
+    if options is None or (len(options.servers) < 2 and options.servers[0] == LOCALHOST):
+        yield
+        return
+    _active.append(options)
+    try:
+        yield
+    finally:
+        _active.remove(options)
+
+
+def active_cluster() -> ClusterOptions | None:
+    return _active[-1] if _active else None
+
+
+class Servers(dict):
+    """Server name -> LocalServer | SshServer."""
+
+    def of(self, node: Any) -> LocalServer | SshServer:
+        """The server a Mininet node runs on (nodes without `server` are local)."""
+        return self[getattr(node, "server", LOCALHOST)]
+
+    @staticmethod
+    def route_source(ip: str) -> str:
+        """This machine's source address towards `ip`."""
+        out = subprocess.run(["ip", "route", "get", ip], capture_output=True, text=True,
+                             check=False).stdout.split()
+        return out[out.index("src") + 1] if "src" in out else "127.0.0.1"
+
+
+class ClusterNetwork(FabricNetwork):
+    """FabricNetwork over several servers (see the module doc)."""
+
+    def __init__(self, spec: FabricSpec, target: Target | None, *,
+                 cluster: ClusterOptions | None = None, **kwargs: Any):
+        super().__init__(spec, target, **kwargs)
+        self.options = cluster or active_cluster()
+        if self.options is None:
+            raise ClusterError("ClusterNetwork needs ClusterOptions (servers)")
+        self.placement: Placement = place(spec, list(self.options.servers),
+                                          self.options.placement)
+        self.servers = Servers()
+        self._control_dir: Path | None = None
+
+    # ---- building -----------------------------------------------------------------------
+    def _build(self) -> None:
+        self._connect()
+        super()._build()
+        for link in self.net.links:  # ssh tunnels, for `fabric-lab clean` after a hard kill
+            if isinstance(getattr(link, "tunnel", None), subprocess.Popen):
+                self.state.add(link.tunnel.pid, "node", f"tunnel {link.intf1.name}")
+        self.state.save()
+
+    def _connect(self) -> None:
+        """One shared ssh connection per other server, checked, with the forwards."""
+        self._control_dir = Path(tempfile.mkdtemp(prefix="fl-ssh-"))
+        assert self.state is not None
+        remote_dir = f"{run_dir()}/cluster/{self.state.owner.pid}-{self.state.owner.ticks}"
+        for name in self.placement.servers:
+            if name == LOCALHOST:
+                self.servers[name] = LocalServer()
+                continue
+            ip = RemoteMixin.findServerIP(name)
+            if not ip:
+                raise ClusterError(f"server {name!r}: no IPv4 address (getent ahostsv4)")
+            server = SshServer(name, ip, remote_dir, self._control_dir, user=self.options.user,
+                               ssh_config=self.options.ssh_config)
+            self.servers[name] = server
+            server.connect()
+            self.state.add(server.master.pid, "node", f"ssh {name}")
+            server.forward(self._forwards(name, ip))
+        self.state.save()
+
+    def _forwards(self, server: str, ip: str) -> list[tuple[int, str, int]]:
+        ports = []
+        for sw in self.spec.switches:
+            if self.placement.server_of(sw.name) == server:
+                ports += [(sw.grpc_port, ip, sw.grpc_port),
+                          (sw.thrift_port, "127.0.0.1", sw.thrift_port + THRIFT_SHIFT)]
+        return ports
+
+    def _mininet(self) -> MininetCluster:
+        names = list(self.placement.servers)
+        link = functools.partial(TUNNELS[self.options.tunnel], servers=self.servers)
+        return MininetCluster(controller=None, build=False, autoSetMacs=False,
+                              autoStaticArp=False, servers=names, user=self.options.user,
+                              serverIP={n: self.servers[n].ip for n in names},
+                              precheck=False, link=link)
+
+    def _node_params(self, name: str) -> dict[str, Any]:
+        server = self.servers[self.placement.server_of(name)]
+        if server.local:
+            return {}
+        cls = RemoteP4Switch if self.spec.is_switch(name) else RemoteFabricHost
+        return {"cls": cls, "server": server.name, "serverIP": server.ip,
+                "user": self.options.user, "controlPath": server.control_path,
+                "cluster_server": server}
+
+    def _link_params(self, ln: Link) -> dict[str, Any]:
+        """Links inside this machine are patched as on one machine; links inside another server
+        are veth pairs made there, links between servers tunnels (the network's link class)."""
+        a, b = self.placement.server_of(ln.a.node), self.placement.server_of(ln.b.node)
+        if a == b and self.servers[a].local:
+            return super()._link_params(ln)
+        return {}
+
+    def _record(self, node: Any, kind: str) -> None:
+        if isinstance(node, RemoteMixin) and node.isRemote:
+            # its pid is on the other server: record the local ssh client holding its shell
+            self.state.add(node.shell.pid, "node", f"{node.name}@{node.server}")
+        else:
+            super()._record(node, kind)
+
+    def _shape_links(self) -> None:
+        """tc per server: remote NICs and remote switch ends through their server."""
+        remote: dict[tuple[str, str], list[str]] = {}
+        local: dict[str, list[str]] = {}
+        netem = netem_available()  # of this kernel; the servers are set up alike
+        if not netem and any(ln.delay_ms for ln in self.spec.links):
+            self.warnings.append("link delays are not emulated: this kernel has no sch_netem "
+                                 "(rates and queue depths are)")
+            _warn_once(self.warnings[-1])
+        for ln in self.spec.links:
+            for end in (ln.a, ln.b):
+                ns = "" if self.spec.is_switch(end.node) else end.node
+                server = self.placement.server_of(end.node)
+                lines = tc_batch(end.intf, ln, netem=netem)
+                if self.servers[server].local:
+                    local.setdefault(ns, []).extend(lines)
+                else:
+                    remote.setdefault((server, ns), []).extend(lines)
+        for ns, lines in local.items():
+            if lines:
+                self._run_tc(ns, lines)
+        for (server, ns), lines in remote.items():
+            if not lines:
+                continue
+            text = "\n".join(lines) + "\n"
+            if ns:
+                proc = self.host(ns).popen(["tc", "-batch", "-"], stdin=subprocess.PIPE,
+                                           text=True)
+                _, err = proc.communicate(text)
+                if proc.returncode != 0:
+                    raise ClusterError(f"{ns}@{server}: tc failed shaping links: {err.strip()}")
+            else:
+                self.servers[server].run(["tc", "-batch", "-"], input=text)
+
+    # ---- teardown -----------------------------------------------------------------------
+    def remote_servers(self) -> list[SshServer]:
+        return [s for s in self.servers.values() if isinstance(s, SshServer) and s.master]
+
+    def stop(self) -> None:
+        """Remote processes first (switches included), then Mininet on every server, then a
+        sweep per server for what is left, then the ssh connections."""
+        with signals_deferred():
+            try:
+                for server in self.remote_servers():
+                    server.sweep(final=False)
+                if self.net is not None:
+                    for sw in self.net.switches:
+                        if isinstance(sw, RemoteP4Switch):
+                            sw.stop_target()
+                super().stop()
+            finally:
+                for server in self.remote_servers():
+                    names = [end.intf for ln in self.spec.links for end in (ln.a, ln.b)
+                             if self.placement.server_of(end.node) == server.name]
+                    server.sweep(names)
+                    server.close()
+                self.servers.clear()
+                if self._control_dir is not None:
+                    shutil.rmtree(self._control_dir, ignore_errors=True)
+                    self._control_dir = None
