@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Iterator
 from functools import cache
+from typing import Any
 
 from experiments.single_switch import by_suffix, load_program
 from p4switch.cpmodel import ActionCall, FieldMatch
@@ -29,6 +30,35 @@ from traffic.frames import Endpoints, build_frame
 from traffic.headers import WRITE_ONLY
 
 MODES = ("ecmp", "flowlet", "dlb", "qdlb")
+
+
+def program_single_switch(state: RuntimeState, model: Any, ports: list[int], *, seed: int = 0,
+                          flowlet_gap_us: int | None = None,
+                          host_ports: Iterable[int] = ()) -> None:
+    """Program one switch as the controller would, with one ECMP group for 10.0.0.0/8 to
+    `ports`: hash seed, flowlet gap (when given), reorder tagging on `host_ports`."""
+    tables = [t.name for t in model.tables]
+    actions = [a.name for a in model.actions]
+    state.table(by_suffix(tables, "routing.hash_seed")).set_default(
+        ActionCall(by_suffix(actions, "routing.set_hash_seed"), (seed,)))
+    if flowlet_gap_us is not None:
+        state.table(by_suffix(tables, "load_balancing.flowlet_gap")).set_default(
+            ActionCall(by_suffix(actions, "load_balancing.set_flowlet_gap"), (flowlet_gap_us,)))
+    host_ports = list(host_ports)
+    if host_ports:
+        tagging = by_suffix(tables, "reorder_tagging.host_ports")
+        tag = by_suffix(actions, "reorder_tagging.tag_from_host_port")
+        for port in host_ports:
+            state.table(tagging).insert(
+                Entry(keys=(FieldMatch("exact", value=port),), action=ActionCall(tag, ())))
+    lpm = model.table(by_suffix(tables, "routing.ipv4_lpm"))
+    profile = state.action_profile(lpm.implementation)
+    next_hop = by_suffix(actions, "routing.set_next_hop")
+    for port in ports:
+        profile.insert_member(port, ActionCall(next_hop, (port, 0x020000000000 + port)))
+    profile.insert_group(1, [(port, 1, None) for port in ports], max_size=len(ports))
+    state.table(lpm.name).insert(
+        Entry(keys=(FieldMatch("lpm", value=0x0A000000, prefix_len=8),), action=GroupRef(1)))
 
 
 class LbSwitch:
@@ -47,30 +77,9 @@ class LbSwitch:
         self.now_us = 1
         self.state = RuntimeState(compiled.model)
         self.engine = compiled.new_engine(self.state, EngineConfig(now_us=lambda: self.now_us))
-        model = compiled.model
-        tables = [t.name for t in model.tables]
-        actions = [a.name for a in model.actions]
-        self.state.table(by_suffix(tables, "routing.hash_seed")).set_default(
-            ActionCall(by_suffix(actions, "routing.set_hash_seed"), (seed,)))
-        if flowlet_gap_us is not None:
-            self.state.table(by_suffix(tables, "load_balancing.flowlet_gap")).set_default(
-                ActionCall(by_suffix(actions, "load_balancing.set_flowlet_gap"),
-                           (flowlet_gap_us,)))
-        if mode in ("dlb", "qdlb"):
-            tagging = by_suffix(tables, "reorder_tagging.host_ports")
-            tag = by_suffix(actions, "reorder_tagging.tag_from_host_port")
-            for port in host_ports:
-                self.state.table(tagging).insert(
-                    Entry(keys=(FieldMatch("exact", value=port),), action=ActionCall(tag, ())))
-        lpm = model.table(by_suffix(tables, "routing.ipv4_lpm"))
-        profile = self.state.action_profile(lpm.implementation)
-        next_hop = by_suffix(actions, "routing.set_next_hop")
-        for port in self.ports:
-            profile.insert_member(port, ActionCall(next_hop, (port, 0x020000000000 + port)))
-        profile.insert_group(1, [(port, 1, None) for port in self.ports],
-                             max_size=len(self.ports))
-        self.state.table(lpm.name).insert(
-            Entry(keys=(FieldMatch("lpm", value=0x0A000000, prefix_len=8),), action=GroupRef(1)))
+        program_single_switch(self.state, compiled.model, self.ports, seed=seed,
+                              flowlet_gap_us=flowlet_gap_us,
+                              host_ports=host_ports if mode in ("dlb", "qdlb") else ())
 
         self.queues: dict[int, deque] = {}
 

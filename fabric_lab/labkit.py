@@ -205,10 +205,9 @@ class LabSwitch:
 
     def __init__(self, compiled: Any, ports: list[int], *, seed: int = 0,
                  flowlet_gap_us: int | None = None, host_ports: Iterable[int] = ()) -> None:
-        from p4switch.cpmodel import ActionCall, FieldMatch
+        from experiments.lb_switch import program_single_switch
         from p4switch.engine import EngineConfig
-        from p4switch.runtime import GroupRef, RuntimeState
-        from p4switch.runtime.entries import Entry
+        from p4switch.runtime import RuntimeState
 
         self.ports = list(ports)
         self.now_us = 1
@@ -217,28 +216,8 @@ class LabSwitch:
         self.engine = compiled.new_engine(self.state, EngineConfig(now_us=lambda: self.now_us))
         self.tables = [t.name for t in self.model.tables]
         self.actions = [a.name for a in self.model.actions]
-        self.state.table(by_suffix(self.tables, "routing.hash_seed")).set_default(
-            ActionCall(by_suffix(self.actions, "routing.set_hash_seed"), (seed,)))
-        if flowlet_gap_us is not None:
-            self.state.table(by_suffix(self.tables, "load_balancing.flowlet_gap")).set_default(
-                ActionCall(by_suffix(self.actions, "load_balancing.set_flowlet_gap"),
-                           (flowlet_gap_us,)))
-        host_ports = list(host_ports)
-        if host_ports:
-            tagging = by_suffix(self.tables, "reorder_tagging.host_ports")
-            tag = by_suffix(self.actions, "reorder_tagging.tag_from_host_port")
-            for port in host_ports:
-                self.state.table(tagging).insert(
-                    Entry(keys=(FieldMatch("exact", value=port),), action=ActionCall(tag, ())))
-        lpm = self.model.table(by_suffix(self.tables, "routing.ipv4_lpm"))
-        profile = self.state.action_profile(lpm.implementation)
-        next_hop = by_suffix(self.actions, "routing.set_next_hop")
-        for port in self.ports:
-            profile.insert_member(port, ActionCall(next_hop, (port, 0x020000000000 + port)))
-        profile.insert_group(1, [(port, 1, None) for port in self.ports],
-                             max_size=len(self.ports))
-        self.state.table(lpm.name).insert(
-            Entry(keys=(FieldMatch("lpm", value=0x0A000000, prefix_len=8),), action=GroupRef(1)))
+        program_single_switch(self.state, self.model, self.ports, seed=seed,
+                              flowlet_gap_us=flowlet_gap_us, host_ports=host_ports)
 
     def forward(self, frame: bytes, ingress_port: int = 100) -> tuple[int, bytes]:
         """(egress port, frame as it leaves); StepFailed when the pipeline drops it."""
