@@ -1,10 +1,11 @@
 """PFC on the control side: a runtime-CLI channel, the PFC watchdog, and BMv2's pause agent.
 
 **RuntimeChannel** keeps one connection to a switch's runtime CLI. p4switch serves it on
-`127.0.0.1:<thrift port>` as JSON lines, cheap enough to poll every 100 ms; for BMv2 each
-command starts `simple_switch_CLI` (~0.3 s), so BMv2 polling is slower.
+`127.0.0.1:<thrift port>` as JSON lines, cheap enough to poll every 100 ms; for BMv2 it is one
+long-lived `simple_switch_CLI` process (`controller.queues.CliSession`, under a millisecond per
+command once started; a fresh CLI per command would take ~0.3-0.5 s).
 
-**PfcWatchdog** (SONiC/Juniper-style, PARAMETERS.md): every `poll_s` it asks whether each
+**PfcWatchdog** (SONiC/Juniper-style): every `poll_s` it asks whether each
 watched (switch, port, priority) queue is paused; paused for `storm_s` without a break is a PFC
 storm (a peer that never stops pausing, or a deadlock). Action "drop": the queue's depth is set
 to 0, so its traffic is dropped instead of backing up the fabric, and (given `pfc_off`) the
@@ -16,12 +17,23 @@ an event with its time. On p4switch "paused" is the traffic manager's own state
 **PauseAgent** (BMv2 only). BMv2's queues cannot be paused. The program punts received PFC
 frames to the controller (`pfc_rx_mode` default `punt_pfc_frames`, i.e.
 `CongestionConfig(punt_pfc=True)`); the agent reads them as P4Runtime packet-ins and, for the
-pause time (quanta x 512 / link rate), sets the queue rate of that (port, priority) to
-`paused_pps`, restoring the configured rate when the pause expires or on XON. Differences from a
-real pause: BMv2 schedules a packet's departure when it is enqueued, so packets queued during
-the "pause" leave at the low rate even after the rate is restored, and the pause takes effect
-one runtime-CLI round trip late (hundreds of ms with `simple_switch_CLI`). p4switch honours
-pause in its traffic manager at the port and needs no agent.
+pause time (quanta x 512 / link rate, extended by every refresh, ended by XON), sets the queue
+rate of that (port, priority) to the paused rate, then restores the configured rate.
+
+Why a slower queue and not a stopped one: BMv2 (`bm_sim/queueing.h`, QueueingLogicPriRL) gives
+each packet its departure time when it is enqueued, `send = max(now, last_send + 1/rate)`, and
+a rate change only applies to packets enqueued after it. So (1) a pause cannot hold back what
+is already queued: up to the queue depth still leaves at the old rate, which the downstream's
+headroom must absorb; (2) every packet enqueued while "paused" keeps its slow spacing after the
+rate is restored. A paused rate of 1 packet/s would keep a full 64-packet queue stuck for a
+minute after the pause ended; the agent therefore uses `paused_share` of the configured rate
+(default 1/10), which must stay below what the downstream queue drains for the pause to relieve
+it. The result is lossless as long as the headroom holds, but it is rate limiting, not a pause:
+the queue trickles during the pause and drains slowly for up to depth / paused rate after it.
+The runtime CLI is one long-lived `simple_switch_CLI` per switch, so a pause applies within a
+few milliseconds of the frame. `paused_time` is the time each queue spent at the paused rate
+(BMv2 reports no pause state of its own). p4switch honours pause in its traffic manager at the
+port and needs no agent.
 """
 
 from __future__ import annotations
@@ -38,7 +50,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from controller.periodic import Periodic
-from controller.queues import run_commands
+from controller.queues import CliSession, RuntimeCliError
 
 
 class RuntimeChannelError(RuntimeError):
@@ -53,6 +65,7 @@ class RuntimeChannel:
         self._sock: socket.socket | None = None
         self._file = None
         self._lock = threading.Lock()
+        self._session = CliSession(target, thrift_port, timeout) if target != "p4switch" else None
 
     def _connect(self) -> None:
         try:
@@ -62,8 +75,11 @@ class RuntimeChannel:
         self._file = self._sock.makefile("rwb")
 
     def command(self, line: str) -> str:
-        if self.target != "p4switch":
-            return run_commands(self.target, self.port, [line], timeout=self.timeout)
+        if self._session is not None:
+            try:
+                return self._session.command(line)
+            except RuntimeCliError as err:
+                raise RuntimeChannelError(str(err)) from None
         with self._lock:
             if self._sock is None:
                 self._connect()
@@ -83,9 +99,7 @@ class RuntimeChannel:
         return reply["output"]
 
     def batch(self, lines: list[str]) -> str:
-        """Several commands, outputs joined by newlines; one CLI process on BMv2."""
-        if self.target != "p4switch":
-            return run_commands(self.target, self.port, lines, timeout=self.timeout)
+        """Several commands, outputs joined by newlines."""
         return "\n".join(self.command(line) for line in lines)
 
     def queue_stats(self, port: int, priority: int) -> dict[str, int | bool]:
@@ -97,6 +111,8 @@ class RuntimeChannel:
         return stats
 
     def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
         if self._sock is not None:
             self._file.close()
             self._sock.close()
@@ -215,10 +231,23 @@ class PauseAgent:
     set_rate: Callable[[int, int, int], None]  # (port, priority, pps)
     link_bps: float
     normal_pps: Callable[[int, int], int]  # the queue rate to restore, per (port, priority)
-    paused_pps: int = 1
+    paused_share: float = 0.1  # the paused rate as a share of normal_pps (at least 1 pps)
     clock: Callable[[], float] = time.monotonic
     until: dict[tuple[int, int], float] = field(default_factory=dict)
     frames: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.paused_share < 1:
+            raise ValueError(f"paused_share must be in (0, 1), got {self.paused_share}")
+        self._since: dict[tuple[int, int], float] = {}
+        self._paused_s: dict[tuple[int, int], float] = {}
+        self._lock = threading.Lock()
+        self.errors: list[str] = []  # runtime-CLI failures while serving (run() carries on)
+
+    def paused_pps(self, port: int, prio: int) -> int:
+        """The paused rate; for an unlimited queue (rate 0) a share of the link's 1 KB frames."""
+        normal = self.normal_pps(port, prio) or self.link_bps / (1024 * 8)
+        return max(1, round(normal * self.paused_share))
 
     def on_frame(self, port: int, payload: bytes) -> bool:
         quanta = parse_punted_pfc(payload)
@@ -229,24 +258,39 @@ class PauseAgent:
         for prio, q in quanta.items():
             key = (port, prio)
             if q == 0:
-                if self.until.pop(key, None) is not None:
-                    self.set_rate(port, prio, self.normal_pps(port, prio))
+                if key in self.until:
+                    self._resume(key, now)
                 continue
             if key not in self.until:
-                self.set_rate(port, prio, self.paused_pps)
+                self.set_rate(port, prio, self.paused_pps(port, prio))
+                with self._lock:
+                    self._since[key] = now
             self.until[key] = now + q * 512 / self.link_bps
         return True
+
+    def _resume(self, key: tuple[int, int], now: float) -> None:
+        self.set_rate(*key, self.normal_pps(*key))  # first: if it fails, expire() tries again
+        del self.until[key]
+        with self._lock:
+            since = self._since.pop(key)
+            self._paused_s[key] = self._paused_s.get(key, 0.0) + max(0.0, now - since)
 
     def expire(self) -> None:
         """Restore the rate of queues whose pause ran out."""
         now = self.clock()
         for key, until in list(self.until.items()):
             if until <= now:
-                del self.until[key]
-                self.set_rate(*key, self.normal_pps(*key))
+                self._resume(key, until)
 
     def is_paused(self, port: int, prio: int) -> bool:
         return (port, prio) in self.until
+
+    def paused_time(self, port: int, prio: int) -> float:
+        """Seconds the queue has spent at the paused rate so far (the current pause included)."""
+        with self._lock:
+            since = self._since.get((port, prio))
+            done = self._paused_s.get((port, prio), 0.0)
+        return done + (max(0.0, self.clock() - since) if since is not None else 0.0)
 
     def run(self, packet_ins: queue.Queue, stop: threading.Event,
             port_of: Callable[[p4runtime_pb2.PacketIn], int], tick_s: float = 0.005) -> None:
@@ -256,9 +300,12 @@ class PauseAgent:
                 packet = packet_ins.get(timeout=tick_s)
             except queue.Empty:
                 packet = None
-            if packet is not None:
-                self.on_frame(port_of(packet), packet.payload)
-            self.expire()
+            try:
+                if packet is not None:
+                    self.on_frame(port_of(packet), packet.payload)
+                self.expire()
+            except (RuntimeChannelError, OSError) as err:
+                self.errors.append(str(err))
 
 
 def packet_in_port(p4info: p4info_pb2.P4Info) -> Callable[[p4runtime_pb2.PacketIn], int]:
@@ -276,11 +323,12 @@ def packet_in_port(p4info: p4info_pb2.P4Info) -> Callable[[p4runtime_pb2.PacketI
 
 class PauseAgents:
     """A PauseAgent per BMv2 switch of a FabricController, each serving its switch's
-    packet-ins in a thread; queue rates go over `channels` (RuntimeChannel per switch).
+    packet-ins in a thread; queue rates go over `channels` (RuntimeChannel per switch; give
+    the agents channels of their own, so that a pause never waits behind a telemetry sample).
     Program the switches with `CongestionConfig(punt_pfc=True)` so PFC frames reach them."""
 
     def __init__(self, ctl, channels: dict[str, RuntimeChannel], link_bps: float,
-                 normal_pps: Callable[[str, int, int], int]) -> None:
+                 normal_pps: Callable[[str, int, int], int], paused_share: float = 0.1) -> None:
         port_of = packet_in_port(ctl.pipeline.p4info)
         self._stop = threading.Event()
         self.agents: dict[str, PauseAgent] = {}
@@ -289,8 +337,8 @@ class PauseAgents:
             channel = channels[name]
             agent = PauseAgent(
                 lambda port, prio, pps, ch=channel: ch.command(
-                    f"set_queue_rate {max(1, int(pps))} {port} {prio}"),
-                link_bps, lambda port, prio, sw=name: normal_pps(sw, port, prio))
+                    f"set_queue_rate {int(pps)} {port} {prio}"),
+                link_bps, lambda port, prio, sw=name: normal_pps(sw, port, prio), paused_share)
             self.agents[name] = agent
             self._threads.append(threading.Thread(
                 target=agent.run, args=(client.packet_ins, self._stop, port_of),
@@ -299,6 +347,13 @@ class PauseAgents:
     def is_paused(self, switch: str, port: int, prio: int) -> bool:
         """For the watchdog: what the agent applied."""
         return self.agents[switch].is_paused(port, prio)
+
+    def paused_time(self, switch: str, port: int, prio: int) -> float:
+        return self.agents[switch].paused_time(port, prio)
+
+    @property
+    def errors(self) -> list[str]:
+        return [f"{name}: {err}" for name, agent in self.agents.items() for err in agent.errors]
 
     def start(self) -> PauseAgents:
         for thread in self._threads:

@@ -3,6 +3,12 @@
 An experiment module defines its parameters (with a `quick` variant), a `run` that measures and
 writes CSV files into the result directory, and a `plot` that draws PNGs from those files alone —
 so a result directory always holds everything needed to redraw its plots without rerunning.
+
+The switch target is resolved once, before the run: `auto` is p4switch (the embedded default,
+as in `fabric-lab up`), `bmv2` only when asked for. The run sees the resolved name in
+`RunContext.target` and `params.json` records it (and `target_requested` when that differs).
+An experiment that drives no switch processes lists the targets it computes on in `targets`;
+asked for another, it runs on its own and says so.
 """
 
 from __future__ import annotations
@@ -13,12 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.pipeline import PipelineError, resolve_target
+from experiments.provenance import target_versions
 from experiments.results import ResultDir, allocate
 
 
 @dataclass
 class RunContext:
-    """What a running experiment gets: its parameters, where to write, how to report progress."""
+    """What a running experiment gets: its parameters, where to write, how to report progress.
+    `target` is resolved: "p4switch" or "bmv2", never "auto"."""
 
     out: ResultDir
     params: dict[str, Any]
@@ -39,6 +48,8 @@ class Experiment:
     plot: Callable[[ResultDir], list[Path]]
     fabrics: tuple[str, ...] = ()  # fabrics it can run on; empty: it needs none
     needs_root: bool = False
+    # the switch targets it runs on; ("p4switch",) for one that computes in p4switch's engine
+    targets: tuple[str, ...] = ("p4switch", "bmv2")
     tags: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -87,13 +98,19 @@ def execute(experiment: Experiment, *, quick: bool = False, target: str = "auto"
     params = resolve_params(experiment, quick, overrides or {})
     if fabric is not None and experiment.fabrics and fabric not in experiment.fabrics:
         raise ExperimentError(f"{experiment.name} runs on {', '.join(experiment.fabrics)}, not {fabric}")
+    resolved = resolve_experiment_target(experiment, target)
     result = ResultDir(allocate(experiment.name, out, base))
-    result.write_params(experiment.name, params, quick=quick, target=target, fabric=fabric,
-                        status="running")
+    requested = {"target_requested": target} if target != resolved else {}
+    result.write_params(experiment.name, params, quick=quick, target=resolved, fabric=fabric,
+                        target_versions=target_versions(resolved), status="running",
+                        **requested)
+    if target not in ("auto", resolved):
+        progress(f"{experiment.name}: computes on {resolved} (no {target} switches): "
+                 f"target {resolved} recorded")
     started = time.monotonic()
     progress(f"{experiment.name}: writing to {result.path}")
     try:
-        experiment.run(RunContext(result, params, quick, target, fabric, progress))
+        experiment.run(RunContext(result, params, quick, resolved, fabric, progress))
         plots = experiment.plot(result)
     except BaseException as error:
         result.update_params(status="failed", error=f"{type(error).__name__}: {error}",
@@ -104,3 +121,13 @@ def execute(experiment: Experiment, *, quick: bool = False, target: str = "auto"
     progress(f"{experiment.name}: done in {time.monotonic() - started:.1f} s, "
              f"{len(plots)} plot(s) in {result.path}")
     return result
+
+
+def resolve_experiment_target(experiment: Experiment, target: str) -> str:
+    """The target a run of `experiment` uses: `auto` is p4switch; a target the experiment does
+    not run on gives its first target (it drives no switch processes)."""
+    try:
+        resolved = resolve_target(target)
+    except PipelineError as err:
+        raise ExperimentError(str(err)) from None
+    return resolved if resolved in experiment.targets else experiment.targets[0]

@@ -99,24 +99,27 @@ def bmv2_target(priority_queues: int = 8) -> Target:
 class CongestionLab:
     """Mininet fabric + switches + routes + queue rates; congestion knobs and host agents.
 
-    On p4switch the traffic manager honours PFC frames. On BMv2 (`target="bmv2"`, not
-    exercised on machines without BMv2) the frames are punted to the controller and
-    `PauseAgents` emulate the pause with queue rates (see controller/pfc_agent.py)."""
+    On p4switch the traffic manager honours PFC frames. On BMv2 (`target="bmv2"`) the frames
+    are punted to the controller and `PauseAgents` emulate the pause by slowing the queue to
+    `paused_share` of its rate (see controller/pfc_agent.py for why BMv2 cannot stop it)."""
 
     def __init__(self, spec: FabricSpec, *, host_pps: int, fabric_pps: int, depth: int = 64,
                  link_mbps: float = 10.0, log_dir: Path | None = None,
-                 program: Path = PROGRAM, target: str = "p4switch") -> None:
+                 program: Path = PROGRAM, target: str = "p4switch",
+                 paused_share: float = 0.1) -> None:
         if target not in ("p4switch", "bmv2"):
             raise ValueError(f"target must be p4switch or bmv2, got {target!r}")
         self.spec, self.host_pps, self.fabric_pps, self.depth = spec, host_pps, fabric_pps, depth
         self.link_mbps = link_mbps
         self.target = target
+        self.paused_share = paused_share
         self.pause_agents: PauseAgents | None = None
         self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="fabric-lab-congestion-"))
         self.program = program
         self.net = None
         self.ctl: FabricController | None = None
         self.channels: dict[str, RuntimeChannel] = {}
+        self._agent_channels: dict[str, RuntimeChannel] = {}  # the pause agents' own
         self._agents: list[Agent] = []
 
     def start(self) -> CongestionLab:
@@ -159,9 +162,12 @@ class CongestionLab:
         if self.target == "bmv2":
             config = dataclasses.replace(config, punt_pfc=True)
             if self.pause_agents is None:
+                self._agent_channels = {sw.name: RuntimeChannel(self.target, sw.thrift_port)
+                                        for sw in self.spec.switches}
                 self.pause_agents = PauseAgents(
-                    self.ctl, self.channels, self.link_mbps * 1e6,
-                    lambda switch, port, _prio: self.port_rate(switch, port)).start()
+                    self.ctl, self._agent_channels, self.link_mbps * 1e6,
+                    lambda switch, port, _prio: self.port_rate(switch, port),
+                    self.paused_share).start()
         return apply_congestion(self.ctl, config)
 
     def agent(self, nic: str) -> Agent:
@@ -183,9 +189,10 @@ class CongestionLab:
         for agent in self._agents:
             agent.close()
         self._agents.clear()
-        for ch in self.channels.values():
+        for ch in [*self.channels.values(), *self._agent_channels.values()]:
             ch.close()
         self.channels.clear()
+        self._agent_channels.clear()
         if self.ctl is not None:
             self.ctl.close()
         if self.net is not None:

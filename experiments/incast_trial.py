@@ -5,6 +5,14 @@ same moment; the victim flow runs from beside the senders to beside the receiver
 time (it shares the leaf uplink and the spine's downlink, not the congested port). Telemetry
 samples the four data queues on the way. Everything is measured, nothing is assumed: drops are
 the traffic manager's tail drops, losses the receiver's PSN gaps, pauses what the hosts obeyed.
+
+BMv2 counts no tail drops (a full queue discards the packet silently) and cannot pause: there the
+drop columns come from the P4 counters' balance (`incast_drops`: data in minus data out of the
+receiver's leaf, and of the spine and the senders' leaf), `drops_counted_by` says which, and
+`spine_paused_s` is the time the pause agent held the spine's queue at its paused rate. The
+balances are in the summary on both targets (`balance_*`), so p4switch shows how they compare
+with its traffic manager's counts. `lost` is what the receiver never got; with go-back-N the
+senders resend dropped packets (`retransmitted`), so a lossy setting can still lose nothing.
 """
 
 from __future__ import annotations
@@ -14,12 +22,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.congestion import ROCE_CLASSES, CongestionConfig, EcnProfile, PfcConfig
-from experiments.incast_lab import CongestionLab, IncastRoles
+from experiments.incast_drops import incast_balances, settled
+from experiments.incast_lab import DATA_PRIORITY, CongestionLab, IncastRoles
 from experiments.telemetry import TelemetrySampler
 from traffic.receiver import ExpectedFlow, ReceiverConfig
 from traffic.sender import QueuePairConfig, SenderConfig
 
 SETTINGS = ("none", "ecn", "pfc", "ecn+pfc")
+# a go-back-N sender whose receiver stopped listening retries until its timeouts are spent:
+# 8 expiries of 0.5 s doubling by default (traffic.sender.SenderConfig, traffic.gbn) = 127.5 s
+SENDER_GIVE_UP_S = 150.0
 FRAME_BITS = 1082 * 8  # a 1024-byte RoCEv2 WRITE on the wire
 PFC_REGISTERS = ("FabricEgress.pfc.pair_congested", "FabricEgress.pfc.congested_pairs",
                  "FabricEgress.pfc.pause_sent_at", "FabricIngress.pfc_reception.paused_until",
@@ -27,7 +39,11 @@ PFC_REGISTERS = ("FabricEgress.pfc.pair_congested", "FabricEgress.pfc.congested_
                  "FabricIngress.pfc_reception.pause_sent_at",
                  "FabricIngress.pfc_reception.relay_to")
 
-SUMMARY_FIELDS = ["setting", "drops_congested", "drops_fabric", "lost", "messages_complete",
+DROPS_COUNTED_BY = {"p4switch": "traffic manager tail drops",
+                    "bmv2": "counter balance; BMv2 counts no tail drops"}
+
+SUMMARY_FIELDS = ["setting", "drops_congested", "drops_fabric", "drops_counted_by",
+                  "balance_congested", "balance_spine", "balance_leaf", "retransmitted", "lost", "messages_complete",
                   "senders", "completion_s", "goodput_mbps", "peak_queue_congested",
                   "peak_queue_upstream", "peak_queue_leaf_uplink", "ecn_marked", "cnps",
                   "rate_cuts", "host_pause_frames", "host_paused_s", "spine_paused_s",
@@ -63,36 +79,42 @@ def run_trial(lab: CongestionLab, roles: IncastRoles, setting: str, params: dict
     qpns = {nic: 0x100 + i for i, nic in enumerate(roles.senders)}
     victim_qpn = 0x200
 
-    interval_s = params["sample_ms"] / 1000
-    if lab.target != "p4switch":
-        interval_s = max(interval_s, 0.5)  # one simple_switch_CLI run per switch and sample
+    interval_s = params["sample_ms"] / 1000  # a sample takes ~5 ms on either target
+    agents_paused = _agents_paused(lab, roles)
+    balances = incast_balances(lab.spec, roles)
+    balance_before = settled(lab.channels, balances)
     sampler = TelemetrySampler(lab.channels, roles.watched(), target=lab.target,
                                interval_s=interval_s).start()
-    rx, vrx = agents[roles.receiver], agents[roles.victim_dst]
-    rx.start_recv(ReceiverConfig(
-        iface=lab.iface(roles.receiver), idle_timeout_s=params["idle_s"],
-        expect=[ExpectedFlow(lab.ip(nic), qpn, message) for nic, qpn in qpns.items()]))
-    vrx.start_recv(ReceiverConfig(iface=lab.iface(roles.victim_dst), idle_timeout_s=1.0,
-                                  duration_s=params["victim_s"] + 2.0))
-    t_victim = time.time() + 0.3
-    t_incast = t_victim + params["victim_lead_s"]
-    agents[roles.victim_src].start_send(SenderConfig(
-        iface=lab.iface(roles.victim_src), link_bps=link_bps, start_at=t_victim,
-        duration_s=params["victim_s"],
-        qps=[QueuePairConfig(lab.ip(roles.victim_dst), victim_qpn,
-                             rate_bps=params["victim_pps"] * FRAME_BITS, messages=None)]))
-    for nic, qpn in qpns.items():
-        agents[nic].start_send(SenderConfig(
-            iface=lab.iface(nic), link_bps=link_bps, start_at=t_incast,
-            qps=[QueuePairConfig(lab.ip(roles.receiver), qpn, rate_bps=host_bps,
-                                 message_bytes=message)]))
-    received = rx.result(params["victim_s"] + 60)
-    sent = [agents[nic].result(60) for nic in qpns]
-    victim_sent = agents[roles.victim_src].result(params["victim_s"] + 30)
-    victim = vrx.result(params["victim_s"] + 30)
-    rows = sampler.stop()
+    try:
+        rx, vrx = agents[roles.receiver], agents[roles.victim_dst]
+        rx.start_recv(ReceiverConfig(
+            iface=lab.iface(roles.receiver), idle_timeout_s=params["idle_s"],
+            expect=[ExpectedFlow(lab.ip(nic), qpn, message) for nic, qpn in qpns.items()]))
+        vrx.start_recv(ReceiverConfig(iface=lab.iface(roles.victim_dst), idle_timeout_s=1.0,
+                                      duration_s=params["victim_s"] + 2.0))
+        t_victim = time.time() + 0.3
+        t_incast = t_victim + params["victim_lead_s"]
+        agents[roles.victim_src].start_send(SenderConfig(
+            iface=lab.iface(roles.victim_src), link_bps=link_bps, start_at=t_victim,
+            duration_s=params["victim_s"],
+            qps=[QueuePairConfig(lab.ip(roles.victim_dst), victim_qpn,
+                                 rate_bps=params["victim_pps"] * FRAME_BITS, messages=None)]))
+        for nic, qpn in qpns.items():
+            agents[nic].start_send(SenderConfig(
+                iface=lab.iface(nic), link_bps=link_bps, start_at=t_incast,
+                qps=[QueuePairConfig(lab.ip(roles.receiver), qpn, rate_bps=host_bps,
+                                     message_bytes=message)]))
+        received = rx.result(params["victim_s"] + 60)
+        sent = [agents[nic].result(SENDER_GIVE_UP_S) for nic in qpns]
+        victim_sent = agents[roles.victim_src].result(params["victim_s"] + 30)
+        victim = vrx.result(params["victim_s"] + 30)
+    finally:
+        rows = sampler.stop()
+    balance_after = settled(lab.channels, balances)
     if sampler.errors:
         raise RuntimeError(f"telemetry failed: {sampler.errors[0]}")
+    if lab.pause_agents is not None and lab.pause_agents.errors:
+        raise RuntimeError(f"pause agent failed: {lab.pause_agents.errors[0]}")
     offset = t_incast - sampler.t0
     for row in rows:
         row["t_s"] = round(row["t_s"] - offset, 4)
@@ -100,7 +122,24 @@ def run_trial(lab: CongestionLab, roles: IncastRoles, setting: str, params: dict
     incast_end = max((q["last_t"] for q in received["qps"]), default=t_incast)
     summary = _summary(setting, roles, rows, received, sent, victim_sent, victim,
                        t_incast, incast_end, params)
+    summary["drops_counted_by"] = DROPS_COUNTED_BY[lab.target]
+    for key in balances:
+        summary[f"balance_{key}"] = balance_after[key] - balance_before[key]
+    if lab.target != "p4switch":  # no traffic-manager counts: the balances are the drops
+        summary["drops_congested"] = summary["balance_congested"]
+        summary["drops_fabric"] = summary["balance_spine"] + summary["balance_leaf"]
+    summary["retransmitted"] = sum(q["retransmitted_packets"] for s in sent for q in s["qps"])
+    if agents_paused is not None:
+        summary["spine_paused_s"] = round(_agents_paused(lab, roles) - agents_paused, 3)
     return TrialResult(summary, rows)
+
+
+def _agents_paused(lab: CongestionLab, roles: IncastRoles) -> float | None:
+    """Seconds BMv2's pause agent has held the spine's queue at the paused rate (None on
+    p4switch, whose traffic manager reports its own pause state)."""
+    if lab.pause_agents is None:
+        return None
+    return lab.pause_agents.paused_time(*roles.spine_down, DATA_PRIORITY)
 
 
 def _delta(rows: list[dict], key: str, queue: tuple[str, int]) -> int | float | None:

@@ -1,10 +1,12 @@
-"""What produced a result: versions, git revision, machine. Stored in every params.json."""
+"""What produced a result: versions, git revision, machine, and the switch target's own versions.
+Stored in every params.json."""
 
 from __future__ import annotations
 
 import importlib.metadata
 import os
 import platform
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -42,3 +44,29 @@ def provenance() -> dict[str, Any]:
         "machine": {"cpus": len(os.sched_getaffinity(0)), "platform": platform.platform()},
     }
 
+
+
+_TARGET_PROGRAMS = {"bmv2": ("simple_switch_grpc", "p4c-bm2-ss")}
+
+
+def target_versions(target: str) -> dict[str, str]:
+    """The versions of the programs a resolved target runs on: for bmv2 what
+    `simple_switch_grpc --version` and `p4c-bm2-ss --version` print; p4switch is the lab's own
+    package (in `versions`)."""
+    if target == "p4switch":
+        return {"p4switch": _version("ai-fabric-lab")}
+    out = {}
+    for program in _TARGET_PROGRAMS.get(target, ()):
+        path = shutil.which(program)
+        if path is None:
+            out[program] = "not installed"
+            continue
+        try:
+            done = subprocess.run([path, "--version"], capture_output=True, text=True,
+                                  timeout=10, check=False)
+        except (OSError, subprocess.SubprocessError) as err:
+            out[program] = f"unknown ({err})"
+            continue
+        lines = (done.stdout or done.stderr).strip().splitlines()
+        out[program] = " ".join(lines[-1].split()) if lines else "unknown"
+    return out

@@ -58,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--scale", nargs="+", action="extend", default=[], metavar="K=V",
                         help="scale parameters when --fabric is a name")
     parser.add_argument("--target", default="auto", choices=("auto", "p4switch", "bmv2"),
-                        help="what the switches run, for the pipeline format (default: auto)")
+                        help="what the switches run, for the pipeline format (default: auto = p4switch)")
     add_program_args(parser)
     parser.add_argument("--once", action="store_true",
                         help="program the switches and exit instead of staying on")

@@ -42,7 +42,9 @@ def test_incast_quick_run_writes_complete_results(tmp_path: Path) -> None:
     assert list(summary) == list(SETTINGS)
     assert set(next(iter(summary.values()))) == set(SUMMARY_FIELDS)
     none, ecn, pfc, both = (summary[s] for s in SETTINGS)
-    assert int(none["drops_congested"]) > 0 and int(none["lost"]) > 0
+    assert int(none["drops_congested"]) > 0 and int(none["retransmitted"]) > 0
+    assert {r["drops_counted_by"] for r in summary.values()} == {"traffic manager tail drops"}
+    assert params["target"] == "p4switch" and params["target_requested"] == "auto"
     for row in (pfc, both):
         assert int(row["drops_congested"]) == 0
         assert int(row["messages_complete"]) == int(row["senders"])

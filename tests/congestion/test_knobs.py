@@ -21,7 +21,13 @@ from controller.congestion import (
     configure_switch,
     table_entities,
 )
-from controller.pfc_agent import PauseAgent, PfcWatchdog, packet_in_port, parse_punted_pfc
+from controller.pfc_agent import (
+    PauseAgent,
+    PfcWatchdog,
+    RuntimeChannelError,
+    packet_in_port,
+    parse_punted_pfc,
+)
 from controller.pipeline import build_pipeline
 from controller.schema import Schema
 from traffic.pfc import build_pause
@@ -148,18 +154,35 @@ def test_pause_agent_emulates_pause_with_queue_rates() -> None:
     assert not agent.on_frame(2, b"\x00" * 60)
     frame = build_pause("02:00:00:00:00:01", {3: 1000})  # 51.2 ms at 10 Mb/s
     assert parse_punted_pfc(frame) == {3: 1000}
-    assert agent.on_frame(2, frame) and rates == [(2, 3, 1)] and agent.is_paused(2, 3)
+    # paused = a tenth of the rate, not a standstill: BMv2 keeps each packet's departure time
+    assert agent.on_frame(2, frame) and rates == [(2, 3, 25)] and agent.is_paused(2, 3)
     clock.t = 0.03
     agent.on_frame(2, frame)  # a refresh extends the pause without another write
     clock.t = 0.07
     agent.expire()
-    assert rates == [(2, 3, 1)]
+    assert rates == [(2, 3, 25)] and agent.paused_time(2, 3) == pytest.approx(0.07)
     clock.t = 0.09
     agent.expire()
-    assert rates == [(2, 3, 1), (2, 3, 250)] and not agent.is_paused(2, 3)
+    assert rates == [(2, 3, 25), (2, 3, 250)] and not agent.is_paused(2, 3)
+    assert agent.paused_time(2, 3) == pytest.approx(0.03 + 0.0512)  # until the pause ran out
+    clock.t = 1.0
     agent.on_frame(2, frame)
+    clock.t = 1.01
     agent.on_frame(2, build_pause("02:00:00:00:00:01", {3: 0}))  # XON restores at once
     assert rates[-1] == (2, 3, 250) and not agent.is_paused(2, 3)
+    assert agent.paused_time(2, 3) == pytest.approx(0.0812 + 0.01)
+    assert agent.paused_time(5, 3) == 0.0
+
+
+def test_pause_agent_paused_rate_is_a_share_of_the_queue_rate() -> None:
+    rates: list = []
+    agent = PauseAgent(lambda *a: rates.append(a), 10e6, lambda port, prio: 1000 if port == 1 else 0,
+                       paused_share=0.05)
+    assert agent.paused_pps(1, 3) == 50
+    assert agent.paused_pps(2, 3) == 61  # unlimited queue: 5% of the link's 1 KB frames (1221/s)
+    for share in (0, 1, 1.5):
+        with pytest.raises(ValueError, match="paused_share"):
+            PauseAgent(lambda *a: None, 10e6, lambda port, prio: 250, paused_share=share)
 
 
 def test_pause_agent_serves_packet_ins_with_the_ingress_port() -> None:
@@ -182,4 +205,37 @@ def test_pause_agent_serves_packet_ins_with_the_ingress_port() -> None:
         stop.wait(0.01)
     stop.set()
     thread.join(5)
-    assert rates == [(5, 3, 1)] and agent.frames == 1
+    assert rates == [(5, 3, 25)] and agent.frames == 1
+
+
+def test_pause_agent_retries_a_failed_restore_and_run_carries_on() -> None:
+    clock, calls, failures = Clock(), [], [RuntimeChannelError("runtime CLI on port 9 closed")]
+
+    def set_rate(port: int, prio: int, pps: int) -> None:
+        calls.append(pps)
+        if pps == 250 and failures:
+            raise failures.pop()
+
+    agent = PauseAgent(set_rate, 10e6, lambda port, prio: 250, clock=clock)
+    agent.on_frame(2, build_pause("02:00:00:00:00:01", {3: 1000}))
+    clock.t = 0.06
+    with pytest.raises(RuntimeChannelError):
+        agent.expire()
+    assert agent.is_paused(2, 3)  # still slowed: the next tick restores it
+    agent.expire()
+    assert calls == [25, 250, 250] and not agent.is_paused(2, 3)
+
+    broken = PauseAgent(lambda *a: (_ for _ in ()).throw(RuntimeChannelError("CLI down")),
+                        10e6, lambda port, prio: 250)
+    packets: queue.Queue = queue.Queue()
+    packets.put(p4runtime_pb2.PacketIn(payload=build_pause("02:00:00:00:00:01", {3: 1000})))
+    stop = threading.Event()
+    thread = threading.Thread(target=broken.run, args=(packets, stop, lambda packet: 4))
+    thread.start()
+    deadline = time.monotonic() + 5
+    while not broken.errors and time.monotonic() < deadline:
+        stop.wait(0.01)
+    assert thread.is_alive()  # the failure is recorded, the agent keeps serving
+    stop.set()
+    thread.join(5)
+    assert broken.errors == ["CLI down"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -77,3 +78,45 @@ def test_cli_errors_exit_2(tmp_path: Path) -> None:
     assert missing.returncode == 2 and "not a directory" in missing.stderr
     listing = subprocess.run([*cli, "run", "--list"], capture_output=True, text=True)
     assert listing.returncode == 0
+
+
+def test_params_record_the_resolved_target(tmp_path: Path, squares: Experiment) -> None:
+    seen = []
+    recording = dataclasses.replace(squares, run=lambda ctx: _noting(ctx, seen))
+    record = json.loads((execute(recording, quick=True, base=tmp_path, progress=lambda _: None)
+                         .path / "params.json").read_text())
+    assert seen == ["p4switch"]  # auto is p4switch, installed BMv2 or not
+    assert record["target"] == "p4switch" and record["target_requested"] == "auto"
+    assert record["target_versions"]["p4switch"]
+    with pytest.raises(ExperimentError, match="unknown target 'tofino'"):
+        execute(recording, target="tofino", base=tmp_path, progress=lambda _: None)
+
+
+def test_engine_only_experiment_records_what_it_computed_on(tmp_path: Path,
+                                                            squares: Experiment) -> None:
+    seen, said = [], []
+    engine = dataclasses.replace(squares, run=lambda ctx: _noting(ctx, seen),
+                                 targets=("p4switch",))
+    result = execute(engine, quick=True, target="bmv2", base=tmp_path, progress=said.append)
+    record = json.loads((result.path / "params.json").read_text())
+    assert seen == ["p4switch"]
+    assert record["target"] == "p4switch" and record["target_requested"] == "bmv2"
+    assert any("computes on p4switch (no bmv2 switches)" in line for line in said)
+
+
+@pytest.mark.bmv2
+def test_bmv2_runs_record_bmv2_and_its_versions(tmp_path: Path, squares: Experiment) -> None:
+    seen = []
+    recording = dataclasses.replace(squares, run=lambda ctx: _noting(ctx, seen))
+    result = execute(recording, quick=True, target="bmv2", base=tmp_path, progress=lambda _: None)
+    record = json.loads((result.path / "params.json").read_text())
+    assert seen == ["bmv2"] and record["target"] == "bmv2"
+    assert set(record["target_versions"]) == {"simple_switch_grpc", "p4c-bm2-ss"}
+    assert "not installed" not in record["target_versions"].values()
+
+
+def _noting(ctx: RunContext, seen: list[str]) -> None:
+    """The squares run, noting the target it was given."""
+    seen.append(ctx.target)
+    rows = [{"n": n, "square": n * n} for n in range(ctx.params["count"])]
+    ctx.out.write_csv("squares.csv", rows, ["n", "square"])
