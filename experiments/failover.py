@@ -28,9 +28,8 @@ import matplotlib.pyplot as plt
 from experiments.failover_lab import KINDS, FailoverLab
 from experiments.failover_measure import rolling_mean
 from experiments.failover_trial import run_trial, settle
-from experiments.framework import Experiment, ExperimentError, RunContext
+from experiments.framework import Experiment, ExperimentError, RunContext, scaled_fabric
 from experiments.results import ResultDir
-from topos import build_fabric
 
 OUTCOME_FIELDS = ["kind", "trial", "target", "flow", "crossed", "affected", "loss_window_ms",
                   "lost", "lost_at_restore", "recovery_s", "recovered", "controller_detect_ms",
@@ -47,7 +46,7 @@ def run(ctx: RunContext) -> None:
     if unknown:
         raise ExperimentError(f"failover: unknown kind(s) {', '.join(unknown)}; "
                               f"choose from {', '.join(KINDS)}")
-    spec = build_fabric(ctx.fabric or params["fabric"])
+    spec = scaled_fabric(ctx.fabric or params["fabric"], params)
     outcomes, timeline, events = [], [], []
     with FailoverLab(spec, target=ctx.target, log_dir=ctx.out.path / "logs",
                      probe_period=params["probe_period_s"]) as lab:

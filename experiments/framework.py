@@ -22,6 +22,8 @@ from typing import Any
 from controller.pipeline import PipelineError, resolve_target
 from experiments.provenance import target_versions
 from experiments.results import ResultDir, allocate
+from topos.builders import build_fabric, fabric_parameters
+from topos.model import FabricSpec
 
 
 @dataclass
@@ -51,10 +53,37 @@ class Experiment:
     # the switch targets it runs on; ("p4switch",) for one that computes in p4switch's engine
     targets: tuple[str, ...] = ("p4switch", "bmv2")
     tags: tuple[str, ...] = field(default_factory=tuple)
+    scalable: bool = True  # takes --scale (fabric scale parameters) for the fabrics it builds
 
 
 class ExperimentError(Exception):
     """Bad experiment arguments (unknown parameter, fabric it cannot run on, ...)."""
+
+
+def scaled_fabric(name: str, params: Mapping[str, Any], base: Mapping[str, Any] | None = None,
+                  **fixed: Any) -> FabricSpec:
+    """Fabric `name` built from `base`, then the run's `--scale` (`params["scale"]`, the keys
+    this fabric takes), then `fixed`: what the experiment itself sets, which --scale may not."""
+    known = fabric_parameters(name)
+    scale = {k: v for k, v in params.get("scale", {}).items() if k in known}
+    clash = sorted(set(scale) & set(fixed))
+    if clash:
+        raise ExperimentError(f"--scale {', '.join(clash)}: the experiment sets it for {name} "
+                              f"(see its -p parameters)")
+    return build_fabric(name, **{**(base or {}), **scale, **fixed})
+
+
+def check_scale(experiment: Experiment, fabric: str | None, scale: Mapping[str, Any]) -> None:
+    """Every --scale key must be a parameter of a fabric the run builds."""
+    if not scale:
+        return
+    if not experiment.scalable or not experiment.fabrics:
+        raise ExperimentError(f"{experiment.name} builds its own fabric: it takes no --scale")
+    fabrics = [fabric] if fabric else list(experiment.fabrics)
+    unknown = sorted(k for k in scale if not any(k in fabric_parameters(f) for f in fabrics))
+    if unknown:
+        raise ExperimentError(f"--scale {', '.join(unknown)}: not a parameter of "
+                              f"{', '.join(fabrics)} (fabric-lab show FABRIC --help lists them)")
 
 
 def resolve_params(experiment: Experiment, quick: bool, overrides: Mapping[str, str]) -> dict[str, Any]:
@@ -93,9 +122,14 @@ def _convert(key: str, text: str, default: Any) -> Any:
 def execute(experiment: Experiment, *, quick: bool = False, target: str = "auto",
             fabric: str | None = None, out: Path | None = None, base: Path = Path("results"),
             overrides: Mapping[str, str] | None = None,
-            progress: Callable[[str], None] = print) -> ResultDir:
-    """Run one experiment into a fresh result directory and draw its plots."""
+            progress: Callable[[str], None] = print,
+            scale: Mapping[str, Any] | None = None) -> ResultDir:
+    """Run one experiment into a fresh result directory and draw its plots; `scale` changes the
+    scale of the fabrics it builds (recorded as the parameter `scale`)."""
     params = resolve_params(experiment, quick, overrides or {})
+    check_scale(experiment, fabric, scale or {})
+    if scale:
+        params["scale"] = dict(scale)
     if fabric is not None and experiment.fabrics and fabric not in experiment.fabrics:
         raise ExperimentError(f"{experiment.name} runs on {', '.join(experiment.fabrics)}, not {fabric}")
     resolved = resolve_experiment_target(experiment, target)

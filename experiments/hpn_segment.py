@@ -29,10 +29,10 @@ import random
 import statistics
 
 from experiments.failover_lab import FailoverLab, Failure, Flow
-from experiments.framework import Experiment, ExperimentError, RunContext
+from experiments.framework import Experiment, ExperimentError, RunContext, scaled_fabric
 from experiments.hpn_segment_plots import plot
 from experiments.lb_switch import LbSwitch, roce_frame
-from topos import FabricSpec, build_fabric
+from topos import FabricSpec
 from topos.relocate import prefixed
 
 PATH_FIELDS = ["class", "flow", "src", "dst", "switch_hops", "switches", "aggs", "plane",
@@ -46,7 +46,7 @@ BIN_S = 0.1
 
 
 def hpn(params: dict, dual_tor: bool) -> FabricSpec:
-    spec = build_fabric("hpn7", dual_tor=dual_tor, rate_mbps=params["link_mbps"])
+    spec = scaled_fabric("hpn7", params, dual_tor=dual_tor, rate_mbps=params["link_mbps"])
     if not params["name_prefix"]:
         return spec
     base = params["port_base"] + (0 if dual_tor else 100)

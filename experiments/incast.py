@@ -98,6 +98,7 @@ EXPERIMENT = Experiment(
     run=run,
     plot=plot,
     fabrics=("leafspine",),
+    scalable=False,  # its fabric is built around the incast's roles
     needs_root=True,
     tags=("congestion", "ecn", "pfc", "mininet"),
 )

@@ -37,12 +37,12 @@ import random
 import statistics
 
 from experiments.ballsbins import expected_imbalance
-from experiments.framework import Experiment, ExperimentError, RunContext
+from experiments.framework import Experiment, ExperimentError, RunContext, scaled_fabric
 from experiments.lb_lab import FlowOutcome, FlowSpec, LbLab, LinkLoads
 from experiments.lb_plots import plot
 from experiments.lb_scenarios import UplinkRates, check_scenarios
 from experiments.lb_switch import flow_index
-from topos import FabricSpec, build_fabric
+from topos import FabricSpec
 from topos.analysis import shortest_paths
 from topos.relocate import prefixed
 
@@ -108,8 +108,8 @@ def runs_of(params: dict, mode: str, gap: int, tags: bool) -> list[tuple[str, in
 
 
 def fabric(name: str, params: dict) -> FabricSpec:
-    spec = build_fabric(name, **SCALES.get(name, {}), rate_mbps=params["link_mbps"],
-                        queue_pkts=params["queue_pkts"])
+    spec = scaled_fabric(name, params, SCALES.get(name, {}), rate_mbps=params["link_mbps"],
+                         queue_pkts=params["queue_pkts"])
     return isolated(spec, params)
 
 

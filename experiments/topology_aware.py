@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import math
 
-from experiments.framework import Experiment, ExperimentError, RunContext
+from experiments.framework import Experiment, ExperimentError, RunContext, scaled_fabric
 from experiments.lb_compare import isolated
 from experiments.lb_lab import LbLab, LinkLoads
 from experiments.lb_paths import PathModel, conflicts, measured_link_flows
 from experiments.lb_topo_plots import plot
-from topos import FabricSpec, build_fabric
+from topos import FabricSpec
 from traffic.collectives.placement import hdrm_map, topology_aware_ring
 from traffic.collectives.runner import CollectiveRunner, StepResult
 from traffic.collectives.schedule import (
@@ -119,8 +119,8 @@ def on_hosts(sched: Schedule, ranks: list[str], nics: list[str]) -> Schedule:
 def run_part(ctx: RunContext, fabric_name: str, target: str) -> tuple[list[dict], list[dict]]:
     params = ctx.params
     algorithm, orders = PARTS[fabric_name]
-    spec = isolated(build_fabric(fabric_name, **scale(fabric_name, params),
-                                 rate_mbps=params["link_mbps"], queue_pkts=params["queue_pkts"]),
+    spec = isolated(scaled_fabric(fabric_name, params, scale(fabric_name, params),
+                                  rate_mbps=params["link_mbps"], queue_pkts=params["queue_pkts"]),
                     params)
     model = PathModel(spec)
     links = switch_links(spec)

@@ -11,6 +11,7 @@ from experiments.framework import ExperimentError, execute
 from experiments.registry import all_experiments
 from experiments.results import ResultDirError
 from fabric_lab.commands.up import add_cluster_args, cluster_options
+from topos.builders import parse_scale
 
 
 def _cluster(options):
@@ -32,7 +33,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--fabric", help="fabric to run on, where the experiment takes one")
     parser.add_argument("--target", default="auto", choices=("auto", "p4switch", "bmv2"),
                         help="P4 target (default: auto = p4switch; bmv2 only when asked for)")
-    parser.add_argument("--quick", action="store_true", help="the short variant (seconds to a few minutes; see --list)")
+    parser.add_argument("--quick", action="store_true",
+                        help="the short variant (seconds to a few minutes; see --list)")
+    parser.add_argument("--scale", nargs="+", action="extend", default=[], metavar="K=V",
+                        help="scale of the fabrics it builds, e.g. --scale segments=3 "
+                             "(fabric-lab show FABRIC --help lists the parameters)")
     parser.add_argument("--out", type=Path, help="result directory (new or empty)")
     parser.add_argument("--results", type=Path, default=Path("results"),
                         help="base directory for results (default: ./results)")
@@ -65,6 +70,7 @@ def _run(args: argparse.Namespace) -> int:
             return 2
         overrides[key] = value
     try:
+        scale = parse_scale(args.scale)
         cluster = cluster_options(args)
     except (ValueError, RuntimeError) as error:
         print(f"fabric-lab run: {error}", file=sys.stderr)
@@ -72,7 +78,8 @@ def _run(args: argparse.Namespace) -> int:
     try:
         with _cluster(cluster):
             execute(experiments[args.experiment], quick=args.quick, target=args.target,
-                    fabric=args.fabric, out=args.out, base=args.results, overrides=overrides)
+                    fabric=args.fabric, out=args.out, base=args.results, overrides=overrides,
+                    scale=scale)
     except (ExperimentError, ResultDirError) as error:
         print(f"fabric-lab run: {error}", file=sys.stderr)
         return 2

@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from experiments.framework import Experiment, ExperimentError, RunContext, execute, resolve_params
+from experiments.framework import (
+    Experiment,
+    ExperimentError,
+    RunContext,
+    execute,
+    resolve_params,
+    scaled_fabric,
+)
 from experiments.report import build_report
 from experiments.results import ResultDirError, allocate
 
@@ -120,3 +127,34 @@ def _noting(ctx: RunContext, seen: list[str]) -> None:
     seen.append(ctx.target)
     rows = [{"n": n, "square": n * n} for n in range(ctx.params["count"])]
     ctx.out.write_csv("squares.csv", rows, ["n", "square"])
+
+
+def test_scale_reaches_the_fabric_and_params_and_bad_scale_is_refused(tmp_path: Path) -> None:
+    params = {"scale": {"spines": 3, "segments": 3}}
+    spec = scaled_fabric("leafspine", params, {"leaves": 2}, rate_mbps=5.0)
+    assert sum(sw.name.startswith("spine") for sw in spec.switches) == 3  # segments: not its
+    with pytest.raises(ExperimentError, match="the experiment sets it"):
+        scaled_fabric("leafspine", {"scale": {"rate_mbps": 1}}, rate_mbps=5.0)
+    from experiments.failover import EXPERIMENT as failover
+    from experiments.incast import EXPERIMENT as incast
+    with pytest.raises(ExperimentError, match="not a parameter of leafspine"):
+        execute(failover, fabric="leafspine", base=tmp_path, scale={"segments": 2},
+                progress=lambda _: None)
+    with pytest.raises(ExperimentError, match="takes no --scale"):
+        execute(incast, base=tmp_path, scale={"leaves": 3}, progress=lambda _: None)
+    assert not any(tmp_path.iterdir())  # refused before a result directory was made
+
+
+@pytest.mark.mininet
+@pytest.mark.slow
+def test_a_scaled_run_runs_on_the_scaled_fabric(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "fabric_lab.cli", "run", "failover", "--quick", "--fabric",
+         "leafspine", "--scale", "spines=3", "-p", "kinds=uplink", "--out", str(tmp_path / "r")],
+        capture_output=True, text=True, check=False, cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr[-2000:]
+    params = json.loads((tmp_path / "r" / "params.json").read_text())
+    assert params["params"]["scale"] == {"spines": 3}
+    logs = {p.name for p in (tmp_path / "r" / "logs").iterdir()}
+    assert any(name.startswith("spine2") for name in logs), logs  # a third spine ran
+    assert not any(name.startswith("spine3") for name in logs), logs
