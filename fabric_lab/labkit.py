@@ -154,6 +154,12 @@ class Work:
         return found
 
 
+def compiles(work: Work) -> str:
+    """The step every P4 lab starts with: the student's program compiles with the pipeline."""
+    _ = work.compiled
+    return "compiled with the lab's pipeline"
+
+
 def run_checks(lab: Lab, program: Path, *, experiments: bool = True) -> list[StepResult]:
     """Every step of `lab` on `program`, in order; after a failed step the later ones still
     run unless the file did not even compile (or import). `experiments=False` leaves out the

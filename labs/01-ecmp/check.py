@@ -7,7 +7,7 @@ import csv
 import random
 
 from experiments.ballsbins import expected_max_load
-from fabric_lab.labkit import LabSwitch, Spread, Step, StepFailed, Work, reference_program, roce_frame
+from fabric_lab.labkit import LabSwitch, Spread, Step, StepFailed, Work, compiles, reference_program, roce_frame
 
 TITLE = "ECMP: the flow key and its hash"
 MINUTES = 45
@@ -16,11 +16,6 @@ FILE = "ecmp_lab.p4"
 
 PORTS = [1, 2, 3, 4]
 SEED = 0x1234
-
-
-def compiles(work: Work) -> str:
-    _ = work.compiled
-    return "compiled with the lab's pipeline"
 
 
 def routes(work: Work) -> str:

@@ -3,7 +3,7 @@ one switch with an equal-cost group and a clock the checker sets."""
 
 from __future__ import annotations
 
-from fabric_lab.labkit import Spread, Step, StepFailed, Work, roce_frame
+from fabric_lab.labkit import Spread, Step, StepFailed, Work, compiles, roce_frame
 
 TITLE = "Flowlet switching"
 MINUTES = 60
@@ -12,11 +12,6 @@ FILE = "flowlet_lab.p4"
 
 PORTS = [1, 2, 3, 4]
 GAP_US = 20_000
-
-
-def compiles(work: Work) -> str:
-    _ = work.compiled
-    return "compiled with the lab's pipeline"
 
 
 def keeps_path_inside_gap(work: Work) -> str:

@@ -8,7 +8,7 @@ from itertools import pairwise
 
 from scapy.layers.inet import IP
 
-from fabric_lab.labkit import Step, StepFailed, Work, roce_frame
+from fabric_lab.labkit import Step, StepFailed, Work, compiles, roce_frame
 from traffic.frames import icrc_ok, strip_tag
 from traffic.headers import TAG_FLAG_SWITCH, TAG_IP_PROTO, ReorderTag
 
@@ -18,11 +18,6 @@ PREREQS = "labs 1-2; header insertion in P4 (docs/mechanisms/dlb.md)"
 FILE = "dlb_lab.p4"
 
 HOST_PORT = 9
-
-
-def compiles(work: Work) -> str:
-    _ = work.compiled
-    return "compiled with the lab's pipeline"
 
 
 def sprays_round_robin(work: Work) -> str:

@@ -5,7 +5,7 @@ chooses for each packet."""
 from __future__ import annotations
 
 from controller.congestion import EcnProfile
-from fabric_lab.labkit import LabSwitch, Step, StepFailed, Work, roce_frame
+from fabric_lab.labkit import LabSwitch, Step, StepFailed, Work, compiles, roce_frame
 
 TITLE = "ECN: RED marking on the queue depth"
 MINUTES = 45
@@ -14,11 +14,6 @@ FILE = "ecn_lab.p4"
 
 PORTS = [1]
 NOT_ECT, ECT0, CE = 0, 2, 3
-
-
-def compiles(work: Work) -> str:
-    _ = work.compiled
-    return "compiled with the lab's pipeline"
 
 
 def _switch(work: Work, profile: EcnProfile) -> LabSwitch:
