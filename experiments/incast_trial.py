@@ -177,8 +177,11 @@ def _summary(setting: str, roles: IncastRoles, rows: list[dict], received: dict,
     qps = received["qps"]
     span = incast_end - min((q["first_t"] for q in qps), default=incast_end)
     during = max(incast_end - t_incast, 0.2)
+    # the victim sends from -victim_lead_s to victim_s - victim_lead_s: a long incast (lossy
+    # settings resend for seconds) outlasts it, and idle time must not count as its throughput
+    victim_end = params["victim_s"] - params["victim_lead_s"]
     before = _victim_mbps(rows, roles.victim_port, -params["victim_lead_s"] + 0.1, -0.05)
-    in_incast = _victim_mbps(rows, roles.victim_port, 0.0, during)
+    in_incast = _victim_mbps(rows, roles.victim_port, 0.0, min(during, victim_end))
     return {
         "setting": setting,
         "drops_congested": _delta(rows, "dropped", roles.congested),
