@@ -5,7 +5,7 @@ PYTEST  ?= $(BIN)/pytest
 # Real BMv2 and p4c beside the checkout, when there (never required).
 P4LANG_ENV := $(abspath $(CURDIR)/../shared/p4lang/env.sh)
 
-.PHONY: setup demo test test-fast test-bmv2 lint bench bench-engine bench-runtime bench-switch \
+.PHONY: setup demo test test-fast test-bmv2 lint typecheck bench bench-engine bench-runtime bench-switch \
         bench-traffic bench-fabric bench-lb bench-congestion bench-failover clean
 
 # provision.sh is idempotent and quick when nothing changed; it runs every time so that a
@@ -18,6 +18,7 @@ demo: setup
 
 test: setup
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(PYTEST) -q -p no:cacheprovider
 
 test-fast: setup
@@ -39,6 +40,10 @@ test-bmv2: setup
 
 lint: setup
 	$(BIN)/ruff check .
+
+# mypy on the packages and with the settings in pyproject.toml ([tool.mypy]).
+typecheck: setup
+	$(BIN)/mypy
 
 # Benchmarks print figures; they are never part of the tests. Those marked (root) start networks.
 bench: bench-engine bench-runtime bench-switch bench-traffic bench-fabric bench-lb bench-congestion \

@@ -24,9 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from controller.fabric import FabricController
 from controller.pipeline import build_pipeline
+from targets import get_target
 from tests.cluster.sshd import available, second_server
 from topos import build_fabric
-from topos.mininet import FabricNetwork, select_target
+from topos.mininet import FabricNetwork
 from topos.mininet.cluster import ClusterNetwork, ClusterOptions
 from topos.relocate import prefixed
 
@@ -56,7 +57,7 @@ def goodput_bps(net, src: str, dst: str, seconds: float) -> float:
 
 
 def measure(spec, target, options: ClusterOptions | None, seconds: float) -> dict[str, float]:
-    pipeline = build_pipeline(PROGRAM, target.name)
+    pipeline = build_pipeline(PROGRAM, target)
     started = time.monotonic()
     net = (ClusterNetwork(spec, target, cluster=options) if options
            else FabricNetwork(spec, target))
@@ -97,7 +98,7 @@ def main() -> int:
     if reason:
         print(f"cannot run: {reason}", file=sys.stderr)
         return 2
-    target = select_target(args.target)
+    target = get_target(args.target).ensure_available()
     print(f"{'fabric':<10}{'servers':>8}{'tunnels':>8}{'network s':>11}{'connect s':>11}"
           f"{'program s':>11}{'bring-up s':>12}{'goodput Mb/s':>14}{'teardown s':>12}")
     with contextlib.ExitStack() as stack:

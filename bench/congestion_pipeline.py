@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from experiments.single_switch import load_program  # noqa: E402
+from experiments.lb.single_switch import load_program  # noqa: E402
 from p4switch.engine import EngineConfig  # noqa: E402
 from p4switch.runtime import RuntimeState  # noqa: E402
 from p4switch.runtime.cli_commands import RuntimeCli  # noqa: E402

@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from controller.pfc_agent import p4switch_watchdog  # noqa: E402
-from experiments.incast_lab import CongestionLab, incast_fabric  # noqa: E402
-from experiments.telemetry import TelemetrySampler  # noqa: E402
+from experiments.framework.telemetry import TelemetrySampler  # noqa: E402
+from experiments.incast.lab import CongestionLab, incast_fabric  # noqa: E402
 
 
 def timed(fn, n: int) -> list[float]:

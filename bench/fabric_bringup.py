@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from controller.fabric import FabricController
 from controller.pipeline import build_pipeline
+from targets import CHOICES, TARGETS, get_target
 from topos import FABRICS, build_fabric
-from topos.mininet import FabricNetwork, select_target
-from topos.mininet.targets import TARGETS
+from topos.mininet import FabricNetwork
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "p4src" / "ecmp.p4"
@@ -64,10 +64,10 @@ def bench(fabric: str, target_name: str, idle: float, pipelines: dict,
     if prefix:  # own names and management ports, beside other running fabrics
         from tests.controller.fabrics import prefixed
         spec = prefixed(spec, prefix)
-    target = select_target(target_name)
+    target = get_target(target_name).ensure_available()
     if target.name not in pipelines:
         pipelines[target.name], pipelines["compile"] = timed(
-            lambda: build_pipeline(PROGRAM, target.name))
+            lambda: build_pipeline(PROGRAM, target))
     pipeline = pipelines[target.name]
     figures = {"switches": len(spec.switches), "nics": len(spec.host_nics())}
 
@@ -101,7 +101,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("fabrics", nargs="*", metavar="FABRIC",
                         help=f"fabrics to bring up (default: all of {', '.join(FABRICS)})")
-    parser.add_argument("--target", default="both", choices=("both", "auto", "p4switch", "bmv2"),
+    parser.add_argument("--target", dest="selection", default="both", choices=("both", *CHOICES),
                         help="both (default): every fabric on p4switch, then on BMv2")
     parser.add_argument("--idle", type=float, default=5.0, help="idle CPU window, seconds")
     parser.add_argument("--prefix", default="",
@@ -115,12 +115,12 @@ def main() -> int:
     if os.geteuid() != 0:
         print("fabric_bringup: needs root (Mininet)", file=sys.stderr)
         return 2
-    targets = ["p4switch", "bmv2"] if args.target == "both" else [args.target]
+    targets = list(TARGETS) if args.selection == "both" else [get_target(args.selection).name]
     pipelines: dict = {}
     compile_s: dict[str, float] = {}
     rows: list[tuple[str, str, dict[str, float] | None]] = []
     for target in targets:
-        if target == "bmv2" and not TARGETS["bmv2"].available():
+        if not TARGETS[target].available():
             rows += [(fabric, target, None) for fabric in fabrics]
             continue
         for fabric in fabrics:

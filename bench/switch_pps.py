@@ -67,12 +67,12 @@ def rss_mb(pid: int) -> float:
 def start_switch(target: str, ports: dict[int, str], log: Path
                  ) -> tuple[subprocess.Popen, str, float]:
     """Start `target` with `--no-p4`; (process, gRPC address, seconds until gRPC accepts)."""
-    from topos.mininet.targets import TARGETS as ARGV
+    from targets import get_target
     from topos.model import Switch
 
     model = Switch("bench", "leaf", 1, device_id=1, grpc_port=free_port(),
                    thrift_port=free_port())
-    argv = ARGV[target].argv(model, ports)
+    argv = get_target(target).argv(model, ports)
     start = time.monotonic()
     with open(log, "ab") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,

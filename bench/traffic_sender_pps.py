@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/traffic_sender_pps.py [--packets 200000]
 Needs root (namespaces). Prints pps for full-size (1024 B payload) and small (64 B) packets,
-one QP and eight QPs, and for tagged frames; then the pacing accuracy at three rates.
+one QP and eight QPs, and for tagged frames; then the pacing accuracy at three rates. Nothing
+answers on the far side, so go-back-N is off (each PSN sent once, no waiting for ACKs).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def main() -> int:
                         "message_bytes": msg, "messages": max(1, per_qp // 64), "tag": tag}
                        for i in range(nqp)]
                 tx.start_send({"iface": a.iface, "qps": qps, "mtu_payload": mtu,
-                               "dcqcn": False, "ack_wait_s": 0.0})
+                               "dcqcn": False, "ack_wait_s": 0.0, "go_back_n": False})
                 res = tx.result(300)
                 print(f"sender {name:26s}: {res['packets']:7d} packets in "
                       f"{res['elapsed_s']:.2f} s = {res['pps']:9.0f} pps "
@@ -41,6 +42,7 @@ def main() -> int:
             for pps in (1_000, 10_000, 30_000):  # pacing accuracy: achieved / target rate
                 rate = pps * (1024 + 58) * 8
                 tx.start_send({"iface": a.iface, "dcqcn": False, "ack_wait_s": 0.0,
+                               "go_back_n": False,
                                "qps": [{"dst_ip": b.ip, "dst_mac": b.mac, "qpn": 99,
                                         "rate_bps": rate, "message_bytes": 64 * 1024,
                                         "messages": max(1, pps // 64)}]})

@@ -28,15 +28,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeAlias
 
 from p4.v1 import p4runtime_pb2
 
 from controller.schema import Schema, encode
 from topos.model import FabricSpec
 
-Update = p4runtime_pb2.Update
-Entity = p4runtime_pb2.Entity
+Update: TypeAlias = p4runtime_pb2.Update
+Entity: TypeAlias = p4runtime_pb2.Entity
 
 PFC_SESSION_BASE = 1000
 MAX_DEPTH = (1 << 19) - 1  # enq_qdepth is 19 bits
@@ -306,7 +306,9 @@ def configure_switch(client: _Client, schema: Schema, ports: Iterable[int],
 class _Fabric(Protocol):  # controller.fabric.FabricController
     spec: FabricSpec
     schema: Schema
-    clients: Mapping[str, _Client]
+
+    @property  # read-only here, so a dict of a _Client subtype fits
+    def clients(self) -> Mapping[str, _Client]: ...
 
 
 def apply_congestion(ctl: _Fabric, config: CongestionConfig,

@@ -48,7 +48,7 @@ class FabricController:
         self.spec = spec
         self.pipeline = pipeline
         self.schema = Schema(pipeline.p4info)
-        self.intent = Intent(self.schema, names, traits=pipeline.traits)
+        self.intent = Intent(self.schema, names, caps=pipeline.target.caps)
         self.election_id = election_id
         self.hash_seed = hash_seed
         self.timeout = timeout

@@ -4,7 +4,7 @@ Table, action and field names are those of `p4src/` (`RoutingNames`); ids come f
 Members: one per next hop, member id = egress port, action set_next_hop(port, dmac). Groups: one
 per next-hop set, each member with weight 1 and watch_port = its egress port, so the selector
 skips a member while its port is down (data-plane failover). A group of one member has no watch
-port: there is nothing to fail over to. On BMv2 (`TargetTraits.group_needs_live_member`), the lowest port of every group
+port: there is nothing to fail over to. On BMv2 (`Capabilities.group_needs_live_member`), the lowest port of every group
 is not watched either, so a group always keeps a live member: PI's selector on BMv2 divides by
 zero when a packet hits a group whose members are all deactivated (p4lang/behavioral-model
 9674187f, `PI/src/group_selection.cpp`, `GroupInfo::get_from_hash`) and the switch dies. That
@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 from p4.v1 import p4runtime_pb2
 
-from controller.pipeline import P4SWITCH_TRAITS, TargetTraits
 from controller.routes import PortSet, SwitchRoutes, keep_group_ids
 from controller.schema import Schema, decode, encode, mac_to_int
 from controller.state import DeviceState
+from targets import P4SWITCH, Capabilities
 
 
 @dataclass(frozen=True)
@@ -52,8 +52,8 @@ class Intent:
     """Turns `SwitchRoutes` into a `DeviceState` for one P4Info."""
 
     def __init__(self, schema: Schema, names: RoutingNames = DEFAULT_NAMES, *,
-                 traits: TargetTraits = P4SWITCH_TRAITS):
-        self.schema, self.names, self.traits = schema, names, traits
+                 caps: Capabilities = P4SWITCH.caps):
+        self.schema, self.names, self.caps = schema, names, caps
         s, n = schema, names
         self.lpm = s.table(n.lpm_table)
         self.lpm_field = s.match_field(n.lpm_table, n.lpm_field)
@@ -128,15 +128,15 @@ class Intent:
     def unwatched(self, ports: Iterable[int]) -> set[int]:
         """The members (= egress ports) of a group with these ports that get no watch port."""
         ports = sorted(ports)
-        if len(ports) == 1 or self.traits.group_needs_live_member:
+        if len(ports) == 1 or self.caps.group_needs_live_member:
             return set(ports[:1])
         return set()
 
     def readable(self, have: DeviceState) -> DeviceState:
         """`have` as read from the device, with the watch ports its reads cannot be trusted for
-        (`TargetTraits.group_reads_lose_watch_ports`) taken to be what this intent writes for
+        (`Capabilities.group_reads_lose_watch_ports`) taken to be what this intent writes for
         the same members: only membership and weights are then compared."""
-        if not self.traits.group_reads_lose_watch_ports:
+        if not self.caps.group_reads_lose_watch_ports:
             return have
         width = self.nh_port.bitwidth
         for key, members in have.groups.items():

@@ -29,6 +29,7 @@ from controller.p4rt import P4RuntimeError
 from controller.pipeline import build_pipeline
 from controller.schema import Schema, SchemaError, encode
 from controller.state import DeviceState, add_read_entities, plan_updates
+from targets import Target
 from topos.model import FabricSpec
 
 P4SRC = Path(__file__).resolve().parent.parent / "p4src"
@@ -179,7 +180,7 @@ class LoadBalancing:
         return self.ctl._each(self.ctl.clients, one)
 
     # ---- changing the program ------------------------------------------------------------
-    def switch_mode(self, mode: str, *, target: str, flowlet_gap_us: int | None = None,
+    def switch_mode(self, mode: str, *, target: Target | str, flowlet_gap_us: int | None = None,
                     switch_tags: bool = True) -> None:
         """Run `mode`'s program on every switch: push it, rewrite the routes, set the knobs.
 
@@ -189,7 +190,7 @@ class LoadBalancing:
         ctl = self.ctl
         ctl.pipeline = pipeline
         ctl.schema = Schema(pipeline.p4info)
-        ctl.intent = Intent(ctl.schema, ctl.intent.names, traits=pipeline.traits)
+        ctl.intent = Intent(ctl.schema, ctl.intent.names, caps=pipeline.target.caps)
         ctl.program()
         self.configure(flowlet_gap_us if mode == "flowlet" else None, switch_tags=switch_tags)
 

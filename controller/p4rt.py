@@ -13,6 +13,7 @@ import queue
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import grpc
 from google.rpc import code_pb2, status_pb2
@@ -21,8 +22,8 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 log = logging.getLogger(__name__)
 
-Update = p4runtime_pb2.Update
-Entity = p4runtime_pb2.Entity
+Update: TypeAlias = p4runtime_pb2.Update
+Entity: TypeAlias = p4runtime_pb2.Entity
 _STOP = object()
 
 

@@ -1,9 +1,7 @@
-"""PFC on the control side: a runtime-CLI channel, the PFC watchdog, and BMv2's pause agent.
+"""PFC on the control side: the PFC watchdog, and the pause agent of targets that cannot pause.
 
-**RuntimeChannel** keeps one connection to a switch's runtime CLI. p4switch serves it on
-`127.0.0.1:<thrift port>` as JSON lines, cheap enough to poll every 100 ms; for BMv2 it is one
-long-lived `simple_switch_CLI` process (`controller.queues.CliSession`, under a millisecond per
-command once started; a fresh CLI per command would take ~0.3-0.5 s).
+The runtime CLI of each switch is the target's client (`targets.Target.cli`, see
+targets/runtime_cli.py): p4switch's own channel, or one long-lived `simple_switch_CLI`.
 
 **PfcWatchdog** (SONiC/Juniper-style): every `poll_s` it asks whether each
 watched (switch, port, priority) queue is paused; paused for `storm_s` without a break is a PFC
@@ -11,11 +9,11 @@ storm (a peer that never stops pausing, or a deadlock). Action "drop": the queue
 to 0, so its traffic is dropped instead of backing up the fabric, and (given `pfc_off`) the
 queue's own PFC is switched off (`congestion.set_port_pfc`), so it stops pausing its upstream;
 after `restore_s` without pause the depth and PFC come back. Every storm and restore is
-an event with its time. On p4switch "paused" is the traffic manager's own state
-(`queue_stats`); on BMv2 it is what the pause agent applied.
+an event with its time. Where the traffic manager pauses (`Capabilities.can_pause_queues`,
+p4switch) "paused" is its own state (`queue_stats`); on BMv2 it is what the pause agent applied.
 
-**PauseAgent** (BMv2 only). BMv2's queues cannot be paused. The program punts received PFC
-frames to the controller (`pfc_rx_mode` default `punt_pfc_frames`, i.e.
+**PauseAgent** (targets that cannot pause queues: BMv2). The program punts received PFC frames
+to the controller (`pfc_rx_mode` default `punt_pfc_frames`, i.e.
 `CongestionConfig(punt_pfc=True)`); the agent reads them as P4Runtime packet-ins and, for the
 pause time (quanta x 512 / link rate, extended by every refresh, ended by XON), sets the queue
 rate of that (port, priority) to the paused rate, then restores the configured rate.
@@ -38,9 +36,7 @@ port and needs no agent.
 
 from __future__ import annotations
 
-import json
 import queue
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -50,74 +46,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from controller.periodic import Periodic
-from controller.queues import CliSession, RuntimeCliError
-
-
-class RuntimeChannelError(RuntimeError):
-    pass
-
-
-class RuntimeChannel:
-    """One switch's runtime CLI: `command(line)` returns the output or raises."""
-
-    def __init__(self, target: str, thrift_port: int, timeout: float = 5.0) -> None:
-        self.target, self.port, self.timeout = target, thrift_port, timeout
-        self._sock: socket.socket | None = None
-        self._file = None
-        self._lock = threading.Lock()
-        self._session = CliSession(target, thrift_port, timeout) if target != "p4switch" else None
-
-    def _connect(self) -> None:
-        try:
-            self._sock = socket.create_connection(("127.0.0.1", self.port), self.timeout)
-        except OSError as err:
-            raise RuntimeChannelError(f"runtime CLI on port {self.port}: {err}") from None
-        self._file = self._sock.makefile("rwb")
-
-    def command(self, line: str) -> str:
-        if self._session is not None:
-            try:
-                return self._session.command(line)
-            except RuntimeCliError as err:
-                raise RuntimeChannelError(str(err)) from None
-        with self._lock:
-            if self._sock is None:
-                self._connect()
-            try:
-                self._file.write(line.encode() + b"\n")
-                self._file.flush()
-                raw = self._file.readline()
-            except OSError as err:
-                self.close()
-                raise RuntimeChannelError(f"runtime CLI on port {self.port}: {err}") from None
-            if not raw:
-                self.close()
-                raise RuntimeChannelError(f"runtime CLI on port {self.port} closed")
-        reply = json.loads(raw)
-        if not reply["ok"]:
-            raise RuntimeChannelError(f"{line!r} on port {self.port}: {reply['output']}")
-        return reply["output"]
-
-    def batch(self, lines: list[str]) -> str:
-        """Several commands, outputs joined by newlines."""
-        return "\n".join(self.command(line) for line in lines)
-
-    def queue_stats(self, port: int, priority: int) -> dict[str, int | bool]:
-        """p4switch's `queue_stats`: depth, enqueued, dequeued, dropped, paused."""
-        words = self.command(f"queue_stats {port} {priority}").split()
-        stats: dict[str, int | bool] = {}
-        for key, value in zip(words[4::2], words[5::2], strict=False):
-            stats[key] = value == "True" if key == "paused" else int(value)
-        return stats
-
-    def close(self) -> None:
-        if self._session is not None:
-            self._session.close()
-        if self._sock is not None:
-            self._file.close()
-            self._sock.close()
-        self._sock = self._file = None
-
+from targets import RuntimeCli, RuntimeCliError
 
 QueueKey = tuple[str, int, int]  # (switch, port, priority)
 
@@ -161,7 +90,7 @@ class PfcWatchdog:
         self._state = {key: _Watch() for key in self.queues}
         self.errors: list[str] = []
         self._loop = Periodic("pfc-watchdog", self.poll_s, self.poll,
-                              errors=(RuntimeChannelError, OSError, ValueError),
+                              errors=(RuntimeCliError, OSError, ValueError),
                               on_error=lambda err: self.errors.append(str(err)))
 
     @property
@@ -202,9 +131,10 @@ class PfcWatchdog:
         self._loop.stop()
 
 
-def p4switch_watchdog(channels: dict[str, RuntimeChannel], queues: Iterable[QueueKey],
+def p4switch_watchdog(channels: dict[str, RuntimeCli], queues: Iterable[QueueKey],
                       **kwargs) -> PfcWatchdog:
-    """A watchdog over p4switch queues: pause state from `queue_stats`, depth over the CLI."""
+    """A watchdog over queues of a traffic manager that pauses them and reports it
+    (p4switch): pause state from `queue_stats`, depth over the CLI."""
     def is_paused(switch: str, port: int, prio: int) -> bool:
         return bool(channels[switch].queue_stats(port, prio)["paused"])
 
@@ -304,7 +234,7 @@ class PauseAgent:
                 if packet is not None:
                     self.on_frame(port_of(packet), packet.payload)
                 self.expire()
-            except (RuntimeChannelError, OSError) as err:
+            except (RuntimeCliError, OSError) as err:
                 self.errors.append(str(err))
 
 
@@ -323,11 +253,11 @@ def packet_in_port(p4info: p4info_pb2.P4Info) -> Callable[[p4runtime_pb2.PacketI
 
 class PauseAgents:
     """A PauseAgent per BMv2 switch of a FabricController, each serving its switch's
-    packet-ins in a thread; queue rates go over `channels` (RuntimeChannel per switch; give
+    packet-ins in a thread; queue rates go over `channels` (RuntimeCli per switch; give
     the agents channels of their own, so that a pause never waits behind a telemetry sample).
     Program the switches with `CongestionConfig(punt_pfc=True)` so PFC frames reach them."""
 
-    def __init__(self, ctl, channels: dict[str, RuntimeChannel], link_bps: float,
+    def __init__(self, ctl, channels: dict[str, RuntimeCli], link_bps: float,
                  normal_pps: Callable[[str, int, int], int], paused_share: float = 0.1) -> None:
         port_of = packet_in_port(ctl.pipeline.p4info)
         self._stop = threading.Event()
@@ -335,10 +265,14 @@ class PauseAgents:
         self._threads = []
         for name, client in ctl.clients.items():
             channel = channels[name]
-            agent = PauseAgent(
-                lambda port, prio, pps, ch=channel: ch.command(
-                    f"set_queue_rate {int(pps)} {port} {prio}"),
-                link_bps, lambda port, prio, sw=name: normal_pps(sw, port, prio), paused_share)
+
+            def set_rate(port: int, prio: int, pps: int, ch: RuntimeCli = channel) -> None:
+                ch.command(f"set_queue_rate {int(pps)} {port} {prio}")
+
+            def normal(port: int, prio: int, sw: str = name) -> int:
+                return normal_pps(sw, port, prio)
+
+            agent = PauseAgent(set_rate, link_bps, normal, paused_share)
             self.agents[name] = agent
             self._threads.append(threading.Thread(
                 target=agent.run, args=(client.packet_ins, self._stop, port_of),

@@ -52,7 +52,8 @@ class LinkEvent:
             return f"{stamp} {what}: rerouting failed: {self.error}"
         if self.rerouted is None:
             return f"{stamp} {what}: no route change"
-        return f"{stamp} {what}: rerouted in {self.reroute_s * 1000:.0f} ms, {self.writes} writes"
+        reroute_s = self.rerouted - self.seen
+        return f"{stamp} {what}: rerouted in {reroute_s * 1000:.0f} ms, {self.writes} writes"
 
 
 def _key(link: Link) -> LinkKey:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any, TypeAlias
 
 from p4.v1 import p4runtime_pb2
 
 from controller.schema import canonical
 
-Update = p4runtime_pb2.Update
+Update: TypeAlias = p4runtime_pb2.Update
 Params = tuple[tuple[int, bytes], ...]            # (param id, canonical value)
 Action = tuple                                    # ("action", id, Params) | ("member", id) | ("group", id)
 Match = tuple[tuple, ...]                         # ((field id, kind, canonical parts...), ...)
@@ -48,6 +49,7 @@ def _match(entry: p4runtime_pb2.TableEntry) -> Match:
     for fm in entry.match:
         kind = fm.WhichOneof("field_match_type")
         part = getattr(fm, kind)
+        parts: tuple[Any, ...]
         if kind == "lpm":
             parts = (canonical(part.value), part.prefix_len)
         elif kind == "ternary":

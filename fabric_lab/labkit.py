@@ -10,7 +10,7 @@ A check gets a `Work` (the student's file, compiled or imported on first use) an
 `StepFailed` with what it saw; the hint says where to look. The solution of lab NN-name is
 `labs/solutions/NN-name/FILE`. P4 labs run the student's program in the p4switch engine packet
 by packet (`LabSwitch`: no root, no processes), with the controller's entries written directly.
-The packets are the lab's scapy-built RoCEv2 frames (`experiments.lb_switch.roce_frame`), read
+The packets are the lab's scapy-built RoCEv2 frames (`experiments.lb.switch.roce_frame`), read
 back with the lab's scapy layers. Not STF: routing's `ipv4_lpm` sits behind an action selector,
 which STF's `add` (simple_switch_CLI's table_add) cannot program, and the flowlet and ECN checks
 need a clock and queue depths the checker sets per packet.
@@ -198,7 +198,9 @@ def run_checks(lab: Lab, program: Path, *, experiments: bool = True) -> list[Ste
 
 # ---- the p4switch engine, driven packet by packet -------------------------------------------
 def by_suffix(names: Iterable[str], suffix: str) -> str:
-    matches = [name for name in names if name == suffix or name.endswith("." + suffix)]
+    from p4switch.names import suffix_matches
+
+    matches = suffix_matches(names, suffix)
     if len(matches) != 1:
         raise StepFailed(f"the program must have exactly one {suffix!r}; it has "
                          f"{matches or 'none'} (keep the lab's table and action names)")
@@ -211,7 +213,7 @@ class LabSwitch:
 
     def __init__(self, compiled: Any, ports: list[int], *, seed: int = 0,
                  flowlet_gap_us: int | None = None, host_ports: Iterable[int] = ()) -> None:
-        from experiments.lb_switch import program_single_switch
+        from experiments.lb.switch import program_single_switch
         from p4switch.engine import EngineConfig
         from p4switch.runtime import RuntimeState
 
@@ -263,7 +265,7 @@ class LabSwitch:
 def roce_frame(sport: int, *, src_ip: str = "10.0.0.1", dst_ip: str = "10.0.1.1",
                psn: int = 0, payload: int = 64, ecn: int = 2) -> bytes:
     """An RDMA WRITE ONLY frame of one queue pair (ECT(0) unless `ecn` says otherwise)."""
-    from experiments.lb_switch import roce_frame as frame
+    from experiments.lb.switch import roce_frame as frame
 
     data = bytearray(frame(sport, src_ip=src_ip, dst_ip=dst_ip, psn=psn, payload=payload))
     if ecn != 2 or (data[15] & 3) != 2:
@@ -282,7 +284,7 @@ def _ip_checksum(header: bytes) -> int:
 
 def reference_program(name: str) -> Any:
     """The lab's own `p4src/<name>.p4`, compiled (cached), to compare a student's program with."""
-    from experiments.single_switch import load_program
+    from experiments.lb.single_switch import load_program
 
     return load_program(name)
 

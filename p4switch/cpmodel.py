@@ -9,9 +9,11 @@ ids are assigned when the P4Info is generated (`p4switch.p4info`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional", "selector")
 SCOPES = ("TABLE_AND_DEFAULT", "TABLE_ONLY", "DEFAULT_ONLY")
+N = TypeVar("N", bound="Named")
 
 
 @dataclass(frozen=True)
@@ -215,13 +217,14 @@ class ControlPlaneModel:
     calls_extern_functions: bool = False
 
     def table(self, name: str) -> Table:
-        return _find(self.tables, name, "table")
+        return find_named(self.tables, name, "table")
 
     def action(self, name: str) -> Action:
-        return _find(self.actions, name, "action")
+        return find_named(self.actions, name, "action")
 
 
-def _find(items: list, name: str, kind: str):
+def find_named(items: list[N], name: str, kind: str) -> N:
+    """The item of `items` named `name` (fully qualified); KeyError("no <kind> named ...")."""
     for item in items:
         if item.name == name:
             return item

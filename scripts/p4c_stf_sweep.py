@@ -118,7 +118,7 @@ def p4info_status(model, golden: Path | None) -> str:
     from p4.config.v1 import p4info_pb2
 
     from p4switch.p4info import build_p4info, p4info_text
-    from p4switch.p4info_compare import diff_p4info, same_order
+    from p4switch.p4info.compare import diff_p4info, same_order
 
     if golden is None or not golden.is_file():
         return "no golden"

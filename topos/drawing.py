@@ -19,7 +19,8 @@ from matplotlib.patches import FancyBboxPatch, Patch
 
 from topos.model import FabricSpec, Switch
 
-_PALETTE = plt.get_cmap("tab10").colors
+Rgb = tuple[float, float, float]
+_PALETTE: tuple[Rgb, ...] = plt.get_cmap("tab10").colors  # type: ignore[attr-defined]  # a ListedColormap
 _ROLE_COLOURS = {"spine": "#8c8c8c", "core": "#5a5a5a", "superspine": "#5a5a5a",
                  "agg": "#a0a0a0", "leaf": "#6baed6", "edge": "#6baed6"}
 _NIC_COLOUR = "#d9d9d9"
@@ -35,7 +36,7 @@ def _colour_key(sw: Switch) -> tuple[str, object]:
     return ("role", sw.role)
 
 
-def _colour(key: tuple[str, object]) -> str | tuple[float, ...]:
+def _colour(key: tuple[str, object]) -> str | Rgb:
     kind, value = key
     if kind == "role":
         return _ROLE_COLOURS.get(str(value), "#9e9e9e")

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from topos.model import FabricSpec, Link, Switch
 
@@ -125,10 +126,14 @@ def _imbalance(spec: FabricSpec, placement: Placement) -> int:
     return max(load.values()) - min(load.get(s, 0) for s in placement.servers)
 
 
-def _bins(items: list[str], weights: dict[str, int], servers: list[str]) -> dict[str, str]:
+_Item = TypeVar("_Item")
+
+
+def _bins(items: list[_Item], weights: dict[_Item, int], servers: list[str]) -> dict[_Item, str]:
     """Cut `items` (in order) into contiguous runs of about equal weight, one per server."""
     total = sum(weights[i] for i in items)
-    out, done = {}, 0
+    out: dict[_Item, str] = {}
+    done = 0
     for item in items:
         index = min(int((done + weights[item] / 2) * len(servers) / total), len(servers) - 1)
         out[item] = servers[index]

@@ -63,7 +63,7 @@ class Agent:
 
     def request(self, op: str, config: dict[str, Any] | Any) -> None:
         """Send a request; `config` is a dict or a SenderConfig/ReceiverConfig."""
-        if dataclasses.is_dataclass(config):
+        if dataclasses.is_dataclass(config) and not isinstance(config, type):
             config = dataclasses.asdict(config)
         assert self.proc.stdin is not None
         self.proc.stdin.write((json.dumps({"op": op, "config": config}) + "\n").encode())

@@ -9,6 +9,10 @@ from __future__ import annotations
 import ctypes
 import socket
 import struct
+from typing import Any
+
+from traffic.headers import ACK, CNP, TAG_IP_PROTO
+from traffic.wire import ETH_TYPE_AT, IP_PROTO_AT, IP_VER_IHL_AT, IPV4_NO_OPTIONS, PLAIN, TAGGED
 
 SO_ATTACH_FILTER = 26
 _LD_W_ABS, _LD_H_ABS, _LD_B_ABS = 0x20, 0x28, 0x30
@@ -17,11 +21,14 @@ _RET_K = 0x06
 _PKTTYPE = 0xFFFFF000 + 4  # SKF_AD_OFF + SKF_AD_PKTTYPE
 _OTHERHOST, _OUTGOING = 3, 4
 _ACCEPT, _DROP = 0x40000, 0
+_ETHERTYPE_IPV4, _ETHERTYPE_MAC_CONTROL = 0x0800, 0x8808
+_UDP = 17
 
 Insn = tuple[int, int, int, int]  # code, jump-if-true, jump-if-false, k
+Step = tuple[Any, ...] | str  # (code, k), (code, k, true_label, false_label), or a label
 
 
-def _assemble(prog: list[tuple]) -> list[Insn]:
+def _assemble(prog: list[Step]) -> list[Insn]:
     """Instructions as (code, k) or (code, k, true_label, false_label); labels are str entries
     in the list, and "next" falls through."""
     labels: dict[str, int] = {}
@@ -46,10 +53,10 @@ def _assemble(prog: list[tuple]) -> list[Insn]:
     return out
 
 
-def _incoming_then(prog: list[tuple], for_this_host: bool = False) -> list[Insn]:
+def _incoming_then(prog: list[Step], for_this_host: bool = False) -> list[Insn]:
     """Drop what this host sent and, with `for_this_host`, frames addressed to another MAC
     (a bridge floods them; the kernel ignores them, so must a NIC's receive path)."""
-    head: list[tuple] = [(_LD_W_ABS, _PKTTYPE), (_JEQ_K, _OUTGOING, "drop", "next")]
+    head: list[Step] = [(_LD_W_ABS, _PKTTYPE), (_JEQ_K, _OUTGOING, "drop", "next")]
     if for_this_host:
         head.append((_JEQ_K, _OTHERHOST, "drop", "next"))
     return _assemble([*head, *prog, "drop", (_RET_K, _DROP), "accept", (_RET_K, _ACCEPT)])
@@ -58,12 +65,12 @@ def _incoming_then(prog: list[tuple], for_this_host: bool = False) -> list[Insn]
 def roce_receiver_filter(udp_port: int = 4791) -> list[Insn]:
     """Incoming IPv4 (no options) to UDP `udp_port` for this host, with or without the tag."""
     return _incoming_then([
-        (_LD_H_ABS, 12), (_JEQ_K, 0x0800, "next", "drop"),
-        (_LD_B_ABS, 14), (_JEQ_K, 0x45, "next", "drop"),
-        (_LD_B_ABS, 23), (_JEQ_K, 17, "udp", "next"),
-        (_JEQ_K, 253, "next", "drop"),
-        (_LD_H_ABS, 44), (_JEQ_K, udp_port, "accept", "drop"),
-        "udp", (_LD_H_ABS, 36), (_JEQ_K, udp_port, "accept", "drop"),
+        (_LD_H_ABS, ETH_TYPE_AT), (_JEQ_K, _ETHERTYPE_IPV4, "next", "drop"),
+        (_LD_B_ABS, IP_VER_IHL_AT), (_JEQ_K, IPV4_NO_OPTIONS, "next", "drop"),
+        (_LD_B_ABS, IP_PROTO_AT), (_JEQ_K, _UDP, "udp", "next"),
+        (_JEQ_K, TAG_IP_PROTO, "next", "drop"),
+        (_LD_H_ABS, TAGGED.dport.start), (_JEQ_K, udp_port, "accept", "drop"),
+        "udp", (_LD_H_ABS, PLAIN.dport.start), (_JEQ_K, udp_port, "accept", "drop"),
     ], for_this_host=True)
 
 
@@ -71,15 +78,15 @@ def sender_control_filter(udp_port: int = 4791) -> list[Insn]:
     """Incoming PFC (MAC control) frames and RoCE CNPs and ACKs, tagged or not (data arriving
     for this host's receiver does not wake the sender)."""
     return _incoming_then([
-        (_LD_H_ABS, 12), (_JEQ_K, 0x8808, "accept", "next"),
-        (_JEQ_K, 0x0800, "next", "drop"),
-        (_LD_B_ABS, 14), (_JEQ_K, 0x45, "next", "drop"),
-        (_LD_B_ABS, 23), (_JEQ_K, 17, "udp", "next"),
-        (_JEQ_K, 253, "next", "drop"),
-        (_LD_H_ABS, 44), (_JEQ_K, udp_port, "next", "drop"),
-        (_LD_B_ABS, 50), (_JEQ_K, 0x81, "accept", "next"), (_JEQ_K, 0x11, "accept", "drop"),
-        "udp", (_LD_H_ABS, 36), (_JEQ_K, udp_port, "next", "drop"),
-        (_LD_B_ABS, 42), (_JEQ_K, 0x81, "accept", "next"), (_JEQ_K, 0x11, "accept", "drop"),
+        (_LD_H_ABS, ETH_TYPE_AT), (_JEQ_K, _ETHERTYPE_MAC_CONTROL, "accept", "next"),
+        (_JEQ_K, _ETHERTYPE_IPV4, "next", "drop"),
+        (_LD_B_ABS, IP_VER_IHL_AT), (_JEQ_K, IPV4_NO_OPTIONS, "next", "drop"),
+        (_LD_B_ABS, IP_PROTO_AT), (_JEQ_K, _UDP, "udp", "next"),
+        (_JEQ_K, TAG_IP_PROTO, "next", "drop"),
+        (_LD_H_ABS, TAGGED.dport.start), (_JEQ_K, udp_port, "next", "drop"),
+        (_LD_B_ABS, TAGGED.opcode), (_JEQ_K, CNP, "accept", "next"), (_JEQ_K, ACK, "accept", "drop"),
+        "udp", (_LD_H_ABS, PLAIN.dport.start), (_JEQ_K, udp_port, "next", "drop"),
+        (_LD_B_ABS, PLAIN.opcode), (_JEQ_K, CNP, "accept", "next"), (_JEQ_K, ACK, "accept", "drop"),
     ], for_this_host=True)
 
 

@@ -25,22 +25,33 @@ from traffic.headers import (
     ACK,
     AETH,
     BTH,
-    BTH_LEN,
     CNP,
-    ICRC_LEN,
     RETH,
-    RETH_LEN,
     RETH_OPCODES,
     ROCE_UDP_PORT,
     TAG_FLAG_HOST,
     TAG_IP_PROTO,
-    TAG_LEN,
     CNPPadding,
 )
+from traffic.wire import (
+    BTH_ACKREQ_AT,
+    BTH_FECN_AT,
+    BTH_LEN,
+    ETH_LEN,
+    ICRC_LEN,
+    IP_HEADER,
+    IP_IHL_MASK,
+    IP_PROTO_AT,
+    IPV4,
+    PLAIN,
+    RETH_LEN,
+    TAG,
+    TAG_LEN,
+    TAGGED,
+    UDP_HDR,
+    UDP_LEN,
+)
 
-ETH_LEN = 14
-IPV4_LEN = 20
-UDP_LEN = 8
 ECN_NOT_ECT, ECN_ECT1, ECN_ECT0, ECN_CE = 0, 1, 2, 3
 STAMP_LEN = 8  # send timestamp (ns, big-endian) in the first payload bytes of a message
 _PSEUDO_LRH = b"\xff" * 8
@@ -95,55 +106,71 @@ def build_frame(
     return add_tag(plain, tag[0], tag[1], tag_flags)
 
 
-def add_tag(frame: bytes, flow_id: int, seq: int, flags: int = TAG_FLAG_HOST) -> bytes:
+# Within the IPv4 header (its options, if any, follow these).
+_IP_TOS, _IP_TTL, _IP_PROTO = IPV4["tos"].at, IPV4["ttl"].at, IPV4["proto"].at
+_IP_LEN, _IP_CHKSUM = IPV4["len"].span, IPV4["chksum"].span
+_UDP_CHKSUM = UDP_HDR["chksum"].span
+_TAG_SEQ = TAG["seq"].span
+# next_proto, flags, flow_id, seq: whole-byte fields back to back, packed in one call
+_TAG_STRUCT = struct.Struct("!" + "".join({1: "B", 2: "H", 4: "I"}[f.size] for f in TAG.fields.values()))
+# The ICRC's masked headers end with BTH's first 8 bytes; the ACK-request byte and on are
+# covered as they are (with the payload).
+_BTH_MASKED = BTH_ACKREQ_AT
+
+
+def _ihl_bytes(frame: bytes | bytearray | memoryview) -> int:
+    return (frame[ETH_LEN] & IP_IHL_MASK) * 4
+
+
+def add_tag(frame: bytes | bytearray, flow_id: int, seq: int, flags: int = TAG_FLAG_HOST) -> bytes:
     """Insert the reorder tag after the IPv4 header (protocol -> 253, length += 8)."""
-    ihl = (frame[ETH_LEN] & 0x0F) * 4
+    ihl = _ihl_bytes(frame)
     ip = bytearray(frame[ETH_LEN : ETH_LEN + ihl])
-    proto = ip[9]
-    ip[9] = TAG_IP_PROTO
-    ip[2:4] = (int.from_bytes(ip[2:4], "big") + TAG_LEN).to_bytes(2, "big")
+    proto = ip[_IP_PROTO]
+    ip[_IP_PROTO] = TAG_IP_PROTO
+    ip[_IP_LEN] = (int.from_bytes(ip[_IP_LEN], "big") + TAG_LEN).to_bytes(2, "big")
     set_ipv4_checksum(ip)
-    shim = struct.pack("!BBHI", proto, flags, flow_id & 0xFFFF, seq & 0xFFFFFFFF)
-    return frame[:ETH_LEN] + bytes(ip) + shim + frame[ETH_LEN + ihl :]
+    shim = _TAG_STRUCT.pack(proto, flags, flow_id & 0xFFFF, seq & 0xFFFFFFFF)
+    return bytes(frame[:ETH_LEN]) + bytes(ip) + shim + frame[ETH_LEN + ihl :]
 
 
 def strip_tag(frame: bytes) -> bytes:
     """Remove the reorder tag, restoring the IPv4 protocol and length; untagged frames pass."""
-    ihl = (frame[ETH_LEN] & 0x0F) * 4
-    if frame[ETH_LEN + 9] != TAG_IP_PROTO:
+    ihl = _ihl_bytes(frame)
+    if frame[ETH_LEN + _IP_PROTO] != TAG_IP_PROTO:
         return bytes(frame)
     ip = bytearray(frame[ETH_LEN : ETH_LEN + ihl])
-    ip[9] = frame[ETH_LEN + ihl]
-    ip[2:4] = (int.from_bytes(ip[2:4], "big") - TAG_LEN).to_bytes(2, "big")
+    ip[_IP_PROTO] = frame[ETH_LEN + ihl]  # the tag's next_proto
+    ip[_IP_LEN] = (int.from_bytes(ip[_IP_LEN], "big") - TAG_LEN).to_bytes(2, "big")
     set_ipv4_checksum(ip)
     return bytes(frame[:ETH_LEN]) + bytes(ip) + bytes(frame[ETH_LEN + ihl + TAG_LEN :])
 
 
 def set_ipv4_checksum(ip: bytearray) -> None:
-    ip[10:12] = b"\x00\x00"
+    ip[_IP_CHKSUM] = b"\x00\x00"
     total = sum(struct.unpack(f"!{len(ip) // 2}H", ip))
     while total >> 16:
         total = (total & 0xFFFF) + (total >> 16)
-    ip[10:12] = (~total & 0xFFFF).to_bytes(2, "big")
+    ip[_IP_CHKSUM] = (~total & 0xFFFF).to_bytes(2, "big")
 
 
 def _masked_headers(frame: bytes | bytearray | memoryview) -> tuple[bytes, int]:
     """Pseudo-LRH + masked IPv4/UDP/BTH[0:8] of the untagged packet, and where BTH byte 8 is."""
-    ihl = (frame[ETH_LEN] & 0x0F) * 4
+    ihl = _ihl_bytes(frame)
     ip = bytearray(frame[ETH_LEN : ETH_LEN + ihl])
     l4 = ETH_LEN + ihl
-    if ip[9] == TAG_IP_PROTO:
-        ip[9] = frame[l4]
-        ip[2:4] = (int.from_bytes(ip[2:4], "big") - TAG_LEN).to_bytes(2, "big")
+    if ip[_IP_PROTO] == TAG_IP_PROTO:
+        ip[_IP_PROTO] = frame[l4]  # the tag's next_proto
+        ip[_IP_LEN] = (int.from_bytes(ip[_IP_LEN], "big") - TAG_LEN).to_bytes(2, "big")
         l4 += TAG_LEN
-    ip[1] = 0xFF  # TOS (DSCP + ECN)
-    ip[8] = 0xFF  # TTL
-    ip[10:12] = b"\xff\xff"  # header checksum
+    ip[_IP_TOS] = 0xFF  # TOS (DSCP + ECN)
+    ip[_IP_TTL] = 0xFF
+    ip[_IP_CHKSUM] = b"\xff\xff"
     udp = bytearray(frame[l4 : l4 + UDP_LEN])
-    udp[6:8] = b"\xff\xff"
-    bth = bytearray(frame[l4 + UDP_LEN : l4 + UDP_LEN + 8])
-    bth[4] = 0xFF  # FECN, BECN, reserved
-    return _PSEUDO_LRH + bytes(ip) + bytes(udp) + bytes(bth), l4 + UDP_LEN + 8
+    udp[_UDP_CHKSUM] = b"\xff\xff"
+    bth = bytearray(frame[l4 + UDP_LEN : l4 + UDP_LEN + _BTH_MASKED])
+    bth[BTH_FECN_AT] = 0xFF  # FECN, BECN, reserved
+    return _PSEUDO_LRH + bytes(ip) + bytes(udp) + bytes(bth), l4 + UDP_LEN + _BTH_MASKED
 
 
 def compute_icrc(frame: bytes | bytearray | memoryview) -> bytes:
@@ -177,10 +204,11 @@ class FrameTemplate:
         self._rest = rest
         self.psn_at = rest  # BTH byte 8: ackreq bit + reserved, then the 24-bit PSN
         self._icrc_at = len(self.buf) - ICRC_LEN
-        ihl = (self.buf[ETH_LEN] & 0x0F) * 4
-        tagged = self.buf[ETH_LEN + 9] == TAG_IP_PROTO
-        self._tag_at = ETH_LEN + ihl + 4 if tagged else -1
-        payload_at = rest - 8 + BTH_LEN + (RETH_LEN if self.buf[rest - 8] in RETH_OPCODES else 0)
+        ihl = _ihl_bytes(self.buf)
+        tagged = self.buf[ETH_LEN + _IP_PROTO] == TAG_IP_PROTO
+        self._tag_at = ETH_LEN + ihl + _TAG_SEQ.start if tagged else -1
+        bth = rest - _BTH_MASKED
+        payload_at = bth + BTH_LEN + (RETH_LEN if self.buf[bth] in RETH_OPCODES else 0)
         if stamped and self._icrc_at - payload_at < STAMP_LEN:
             raise ValueError("a stamped frame needs at least 8 payload bytes")
         self._stamp_at = payload_at if stamped else -1
@@ -199,6 +227,12 @@ class FrameTemplate:
         return buf
 
 
+_CACHED_L4 = UDP_LEN + _BTH_MASKED  # UDP and BTH up to the ACK-request byte: fixed per flow
+_PLAIN_REST, _TAGGED_REST = PLAIN.udp + _CACHED_L4, TAGGED.udp + _CACHED_L4
+_PLAIN_KEY = slice(IP_HEADER.start, _PLAIN_REST)  # IPv4 header through BTH byte 8, untagged
+_TAGGED_L4 = slice(TAGGED.udp, _TAGGED_REST)
+
+
 class IcrcChecker:
     """Fast ICRC verification of received frames (IPv4 without options, tagged or not): the
     masked headers up to BTH byte 8 repeat within a flow, so their CRC is cached."""
@@ -208,8 +242,12 @@ class IcrcChecker:
         self._max = max_entries
 
     def ok(self, frame: bytes | bytearray | memoryview) -> bool:
-        l4 = 42 if frame[23] == TAG_IP_PROTO else 34
-        key = bytes(frame[14:34]) + bytes(frame[l4 : l4 + 16])
+        if frame[IP_PROTO_AT] == TAG_IP_PROTO:  # the key leaves the tag out
+            rest = _TAGGED_REST
+            key = b"".join((frame[IP_HEADER], frame[_TAGGED_L4]))
+        else:
+            rest = _PLAIN_REST
+            key = bytes(frame[_PLAIN_KEY])
         head = self._heads.get(key)
         if head is None:
             masked, _ = _masked_headers(frame)
@@ -217,5 +255,5 @@ class IcrcChecker:
             if len(self._heads) >= self._max:
                 self._heads.clear()
             self._heads[key] = head
-        crc = zlib.crc32(memoryview(frame)[l4 + 16 : -ICRC_LEN], head)
+        crc = zlib.crc32(memoryview(frame)[rest:-ICRC_LEN], head)
         return crc == int.from_bytes(frame[-ICRC_LEN:], "little")

@@ -19,7 +19,6 @@ from scapy.packet import Packet, bind_layers
 
 ROCE_UDP_PORT = 4791
 TAG_IP_PROTO = 253  # RFC 3692 experimental
-TAG_LEN = 8
 TAG_FLAG_HOST = 0x01
 TAG_FLAG_SWITCH = 0x02
 
@@ -29,11 +28,7 @@ WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY = 0x06, 0x07, 0x08, 0x0A
 ACK = 0x11
 CNP = CNP_OPCODE  # 0x81
 UC_OFFSET = 0x20
-
-BTH_LEN = 12
-RETH_LEN = 16
-AETH_LEN = 4
-ICRC_LEN = 4
+# Header lengths and field offsets are derived from these layers in `traffic.wire`.
 
 # Opcodes that carry a RETH (RDMA WRITE FIRST/ONLY and the ONLY-with-immediate form), RC and UC.
 RETH_OPCODES = frozenset({0x06, 0x0A, 0x0B, 0x26, 0x2A, 0x2B})
@@ -41,6 +36,8 @@ FIRST_OPCODES = frozenset({0x00, 0x06, 0x20, 0x26})
 LAST_OPCODES = frozenset({0x02, 0x03, 0x08, 0x09, 0x22, 0x23, 0x28, 0x29})
 ONLY_OPCODES = frozenset({0x04, 0x05, 0x0A, 0x0B, 0x24, 0x25, 0x2A, 0x2B, 0x64, 0x65})
 DATA_OPCODES = frozenset(range(0x00, 0x0C)) | frozenset(range(0x20, 0x2C)) | {0x64, 0x65}
+STARTS_MESSAGE = FIRST_OPCODES | ONLY_OPCODES  # a message's first packet (carries its send stamp)
+ENDS_MESSAGE = LAST_OPCODES | ONLY_OPCODES
 
 
 class RETH(Packet):
@@ -75,7 +72,8 @@ class ReorderTag(Packet):
         ip = self.underlayer
         if bth is None or bth.icrc is not None or not isinstance(ip, IP) or ip.ihl not in (None, 5):
             return p + pay
-        from traffic.frames import ICRC_LEN, compute_icrc
+        from traffic.frames import compute_icrc
+        from traffic.wire import ICRC_LEN
 
         untagged = ip.copy()
         untagged.remove_payload()

@@ -3,7 +3,9 @@
 A `Host` has a name, an IPv4 address, an interface and `popen(argv)`. `NetnsHost` wraps a
 named namespace (`ip netns exec`), `MininetHost` a Mininet node (its own `popen`), and
 `PidHost` any process's namespace (`nsenter --net`), which is how a Mininet host is reached
-from another process.
+from another process. What they start ends with the process that started it, also when that
+one is killed (`topos.mininet.procs.spawn`; `ip netns exec` and `nsenter --net` exec the command
+in place, so the parent-death signal reaches it).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+
+from topos.mininet.procs import spawn
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,7 +58,7 @@ class NetnsHost:
     def popen(self, argv: list[str], **kwargs: Any) -> subprocess.Popen:
         kwargs.setdefault("env", _env())
         kwargs.setdefault("cwd", PROJECT_ROOT)
-        return subprocess.Popen(self.argv(argv), **kwargs)
+        return spawn(self.argv(argv), **kwargs)
 
     def run(self, argv: list[str], check: bool = True, **kwargs: Any) -> subprocess.CompletedProcess:
         return subprocess.run(self.argv(argv), check=check, capture_output=True, text=True,
@@ -73,7 +77,7 @@ class PidHost:
     def popen(self, argv: list[str], **kwargs: Any) -> subprocess.Popen:
         kwargs.setdefault("env", _env())
         kwargs.setdefault("cwd", PROJECT_ROOT)
-        return subprocess.Popen(["nsenter", f"--net=/proc/{self.pid}/ns/net", *argv], **kwargs)
+        return spawn(["nsenter", f"--net=/proc/{self.pid}/ns/net", *argv], **kwargs)
 
 
 class MininetHost:

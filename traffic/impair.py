@@ -31,6 +31,24 @@ from dataclasses import asdict, dataclass, field
 from traffic import bpf, netutil
 from traffic.frames import ECN_CE, add_tag, set_ipv4_checksum
 from traffic.headers import DATA_OPCODES, ROCE_UDP_PORT, TAG_FLAG_SWITCH, TAG_IP_PROTO
+from traffic.wire import (
+    ETH_TYPE,
+    ICRC_LEN,
+    IP_ADDRS,
+    IP_HEADER,
+    IP_PROTO_AT,
+    IP_TOS_AT,
+    IP_VER_IHL_AT,
+    IPV4_NO_OPTIONS,
+    PLAIN,
+    PLAIN_FLOW,
+    TAGGED,
+    roce_layout,
+)
+
+_IPV4_TYPE = (0x0800).to_bytes(2, "big")
+_UDP_PROTO = 17
+_LAYOUTS = {_UDP_PROTO: PLAIN, TAG_IP_PROTO: TAGGED}  # IPv4 protocol -> RoCE layout
 
 
 @dataclass
@@ -57,14 +75,14 @@ class RelayCounts:
 
 def data_psn(frame: bytes | bytearray) -> int | None:
     """PSN of a RoCE data frame (tagged or not), else None."""
-    if len(frame) < 54 or frame[12:14] != b"\x08\x00" or frame[14] != 0x45:
+    if len(frame) < PLAIN.bth_end or frame[ETH_TYPE] != _IPV4_TYPE or frame[IP_VER_IHL_AT] != IPV4_NO_OPTIONS:
         return None
-    l4 = {17: 34, TAG_IP_PROTO: 42}.get(frame[23])
-    if l4 is None or int.from_bytes(frame[l4 + 2 : l4 + 4], "big") != ROCE_UDP_PORT:
+    at = _LAYOUTS.get(frame[IP_PROTO_AT])
+    if at is None or int.from_bytes(frame[at.dport], "big") != ROCE_UDP_PORT:
         return None
-    if frame[l4 + 8] not in DATA_OPCODES:
+    if frame[at.opcode] not in DATA_OPCODES:
         return None
-    return int.from_bytes(frame[l4 + 17 : l4 + 20], "big")
+    return int.from_bytes(frame[at.psn], "big")
 
 
 class Relay:
@@ -84,15 +102,14 @@ class Relay:
     def stop(self) -> None:
         self._stop = True
 
-    def _forward(self, frame: bytes) -> None:
+    def _forward(self, frame: bytes | bytearray) -> None:
         psn = data_psn(frame)
         data = psn is not None
-        if data and self.imp.tag_from is not None and frame[23] == 17:
+        if data and self.imp.tag_from is not None and frame[IP_PROTO_AT] == _UDP_PROTO:
             frame = self._tag(frame)
         if psn is not None:
-            bth = 50 if frame[23] == TAG_IP_PROTO else 42
             # (addresses, QPN, PSN): faults hit the first frame of a QP's PSN only
-            key = (bytes(frame[26:34]) + bytes(frame[bth + 5 : bth + 8]), psn)
+            key = (bytes(frame[IP_ADDRS]) + bytes(frame[roce_layout(frame).dqpn]), psn)
             if key in self._seen:
                 psn = None
             self._seen.add(key)
@@ -103,14 +120,14 @@ class Relay:
                 return
             if psn in imp.mark:
                 frame = bytearray(frame)
-                ip = bytearray(frame[14:34])
-                ip[1] |= ECN_CE
+                ip = bytearray(frame[IP_HEADER])
+                ip[IP_TOS_AT - IP_HEADER.start] |= ECN_CE
                 set_ipv4_checksum(ip)
-                frame[14:34] = ip
+                frame[IP_HEADER] = ip
                 self.counts.marked += 1
             if psn in imp.corrupt:
                 frame = bytearray(frame)
-                frame[-5] ^= 0x01  # last payload byte, just before the ICRC
+                frame[-ICRC_LEN - 1] ^= 0x01  # last payload byte, just before the ICRC
                 self.counts.corrupted += 1
             if psn in imp.hold and imp.hold[psn] > 0:
                 self._held.append([imp.hold[psn], time.monotonic(), bytes(frame)])
@@ -123,9 +140,9 @@ class Relay:
                 h[0] -= 1
             self._release(lambda h: h[0] <= 0)
 
-    def _tag(self, frame: bytes) -> bytes:
-        flow = b"" if self.imp.tag_shared else bytes(frame[26:38])
-        seq = self._tag_seq.get(flow, self.imp.tag_from)
+    def _tag(self, frame: bytes | bytearray) -> bytes:
+        flow = b"" if self.imp.tag_shared else bytes(frame[PLAIN_FLOW])
+        seq = self._tag_seq.get(flow, self.imp.tag_from or 0)  # set whenever tagging
         self._tag_seq[flow] = seq + 1
         self.counts.tagged += 1
         flow_id = zlib.crc32(flow) & 0xFFFF

@@ -12,11 +12,13 @@ import select
 import struct
 import sys
 import time
+from typing import Any
 
 from scapy.contrib.mac_control import MACControlClassBasedFlowControl
 from scapy.layers.l2 import Ether
 
 from traffic import bpf, netutil
+from traffic.wire import ETH_LEN, ETH_TYPE_AT, PFC_ENABLE_AT, PFC_LEN, PFC_OPCODE_AT, PFC_TIMES_AT
 
 PFC_DST_MAC = "01:80:c2:00:00:01"
 ETHERTYPE_MAC_CONTROL = 0x8808
@@ -33,7 +35,7 @@ def pause_seconds(quanta: int, link_bps: float) -> float:
 
 def build_pause(src_mac: str, quanta: dict[int, int]) -> bytes:
     """A PFC frame pausing each priority in `quanta` (priority -> quanta; 0 = resume)."""
-    fields: dict[str, int] = {}
+    fields: dict[str, Any] = {}
     for prio, q in quanta.items():
         if not 0 <= prio <= 7:
             raise ValueError(f"PFC priority must be 0..7, got {prio}")
@@ -47,12 +49,14 @@ def build_pause(src_mac: str, quanta: dict[int, int]) -> bytes:
 
 def parse_pause(frame: bytes | bytearray | memoryview) -> dict[int, int] | None:
     """Priority -> quanta of a PFC frame, or None if the frame is not PFC."""
-    if len(frame) < 14 + 20:
+    if len(frame) < ETH_LEN + PFC_LEN:
         return None
-    ethertype, opcode, enable = struct.unpack_from("!HHH", frame, 12)
+    (ethertype,) = struct.unpack_from("!H", frame, ETH_TYPE_AT)
+    (opcode,) = struct.unpack_from("!H", frame, PFC_OPCODE_AT)
     if ethertype != ETHERTYPE_MAC_CONTROL or opcode != PFC_OPCODE:
         return None
-    times = struct.unpack_from("!8H", frame, 18)
+    enable = frame[PFC_ENABLE_AT]
+    times = struct.unpack_from("!8H", frame, PFC_TIMES_AT)
     return {prio: times[prio] for prio in range(8) if enable & (1 << prio)}
 
 

@@ -29,54 +29,44 @@ import time
 from collections.abc import Callable
 
 from traffic import bpf, netutil
-from traffic.frames import ECN_CE, ECN_NOT_ECT, Endpoints, FrameTemplate, IcrcChecker, build_frame
+from traffic.frames import (
+    ECN_CE,
+    ECN_NOT_ECT,
+    STAMP_LEN,
+    Endpoints,
+    FrameTemplate,
+    IcrcChecker,
+    build_frame,
+)
 from traffic.gbn import DUPLICATE, HOLD, NAK_SEQ_ERROR, SEQ_ERROR, Responder
 from traffic.headers import (
     ACK,
     CNP,
     DATA_OPCODES,
-    FIRST_OPCODES,
-    LAST_OPCODES,
-    ONLY_OPCODES,
     RETH_OPCODES,
+    STARTS_MESSAGE,
     TAG_IP_PROTO,
 )
 from traffic.receiver_config import ExpectedFlow, ReceiverConfig
-from traffic.reorder import ReorderBuffer
-from traffic.results import Bin, MessageResult, QPRecvResult, RecvResult
-
-MISSING_TRACK_LIMIT = 1 << 16  # PSNs tracked per jump; beyond, counted as lost directly
-
+from traffic.receiver_flow import Delivery, FlowState
+from traffic.results import Bin, QPRecvResult, RecvResult
+from traffic.wire import (
+    BTH_ACKREQ_MASK,
+    ECN_MASK,
+    ETH_DST,
+    ETH_SRC,
+    IP_DST,
+    IP_PROTO_AT,
+    IP_SRC,
+    IP_TOS_AT,
+    PLAIN,
+    RETH_LEN,
+    TAG_SEQ,
+    TAGGED,
+    RoceLayout,
+)
 
 __all__ = ["ExpectedFlow", "Receiver", "ReceiverConfig", "run_receiver"]
-
-
-class _Flow:
-    __slots__ = ("buffer", "delivered_bytes", "delivered_seqs", "ep", "gbn", "highest", "key",
-                 "last_cnp", "last_released_psn", "missing", "msg", "msg_stamp", "replies", "res",
-                 "untracked", "want")
-
-    def __init__(self, key: tuple[bytes, int], res: QPRecvResult, cfg: ReceiverConfig,
-                 want: int | None) -> None:
-        self.key = key  # (source IPv4 as bytes, QPN)
-        self.want = want  # payload bytes expected, if any
-        self.res = res
-        self.highest = -1  # highest PSN seen (unwrapped); senders start at PSN 0
-        self.missing: set[int] = set()
-        self.untracked = 0
-        # With go-back-N a hole is resent, never given up on: the buffer waits (the responder
-        # NAKs it after the reorder timeout) and a full buffer refuses packets instead.
-        self.gbn = Responder(cfg.reorder_timeout_s) if cfg.go_back_n else None
-        timeout = 1e9 if cfg.go_back_n else cfg.reorder_timeout_s
-        self.buffer = ReorderBuffer(0, cfg.reorder_capacity, timeout)
-        self.last_cnp = -float("inf")
-        self.replies: dict[tuple[int, int], FrameTemplate] = {}  # (opcode, syndrome) ->
-        self.ep: Endpoints | None = None  # addressing of replies, from the first data frame
-        self.msg: MessageResult | None = None  # message being assembled from the in-order stream
-        self.msg_stamp = 0  # its send time (ns since the epoch)
-        self.delivered_bytes = 0
-        self.last_released_psn = -1
-        self.delivered_seqs: list[int] | None = [] if cfg.record_delivery else None
 
 
 class Receiver:
@@ -87,6 +77,7 @@ class Receiver:
         if problems:
             raise ValueError("; ".join(problems))
         self.cfg = config
+        self._verify_icrc, self._bin_s = config.verify_icrc, config.bin_s  # read per packet
         self.on_progress = on_progress
         self.progress_s = progress_s
         self._stop = False
@@ -111,7 +102,7 @@ class Receiver:
             raise
         self._tx = self.ports[0][1]  # where replies go: the port the data came in on
         self._sinks = netutil.kernel_sinks(TAG_IP_PROTO)
-        self.flows: dict[tuple[bytes, int], _Flow] = {}
+        self.flows: dict[tuple[bytes, int], FlowState] = {}
         self._icrc = IcrcChecker()
         self._expect = {(socket.inet_aton(e.src_ip), e.qpn): e.bytes for e in config.expect}
         self._pending = set(self._expect)
@@ -182,69 +173,88 @@ class Receiver:
         return self._result(now - start, partial=False)
 
     def _on_frame(self, frame: memoryview, now: float) -> None:
-        if frame[23] == TAG_IP_PROTO:
-            l4 = 42
-            tag_seq = int.from_bytes(frame[38:42], "big")
+        """One received frame: decode -> (go-back-N admission) -> account -> reply -> reorder."""
+        decoded = self._decode(frame)
+        if decoded is None:
+            return
+        flow, at, opcode, ext, tag_seq = decoded
+        rc = flow.gbn
+        if rc is not None and not self._admit(flow, rc, frame, at, ext, tag_seq, now):
+            return
+        accounted = self._account(flow, frame, at, opcode, ext, tag_seq, now)
+        if accounted is None:  # a duplicate
+            return
+        binr, gap, ce, payload = accounted
+        if ce or gap or (rc is None and frame[at.ackreq] & BTH_ACKREQ_MASK):  # may need a reply
+            self._answer(flow, frame, at, binr, gap, ce, tag_seq, now)
+        self._reorder(flow, frame, at, binr, opcode, ext, payload, tag_seq, now)
+
+    def _decode(self, frame: memoryview) -> tuple[FlowState, RoceLayout, int, int, int] | None:
+        """The flow, layout, opcode, unwrapped PSN and tag sequence (-1: untagged) of a RoCE
+        data frame with a good ICRC; None for anything else (a bad ICRC is counted)."""
+        if frame[IP_PROTO_AT] == TAG_IP_PROTO:
+            at = TAGGED
+            tag_seq = int.from_bytes(frame[TAG_SEQ], "big")
         else:
-            l4 = 34
+            at = PLAIN
             tag_seq = -1
-        bth = l4 + 8
-        if len(frame) < bth + 16:
-            return
-        opcode = frame[bth]
+        if len(frame) < at.min_len:
+            return None
+        opcode = frame[at.opcode]
         if opcode not in DATA_OPCODES:
-            return
-        key = (bytes(frame[26:30]), int.from_bytes(frame[bth + 5 : bth + 8], "big"))
+            return None
+        key = (bytes(frame[IP_SRC]), int.from_bytes(frame[at.dqpn], "big"))
         flow = self.flows.get(key)
         if flow is None:
             flow = self._new_flow(key)
-        res = flow.res
-        if self.cfg.verify_icrc and not self._icrc.ok(frame):
-            res.icrc_errors += 1
-            return
-        psn = int.from_bytes(frame[bth + 9 : bth + 12], "big")
+        if self._verify_icrc and not self._icrc.ok(frame):
+            flow.res.icrc_errors += 1
+            return None
+        psn = int.from_bytes(frame[at.psn], "big")
         # Unwrap the 24-bit PSN around the highest seen.
         ext = flow.highest + ((psn - flow.highest + 0x800000) & 0xFFFFFF) - 0x800000
-        rc = flow.gbn
-        if rc is not None:
-            verdict = rc.on_data(ext, bool(frame[bth + 8] & 0x80), tag_seq >= 0, now)
-            if verdict == HOLD and flow.buffer.occupancy >= self.cfg.reorder_capacity:
-                rc.ahead.discard(ext)  # no room: refused, the sender will resend it
-                verdict = SEQ_ERROR
-            if rc.replies:
-                self._endpoints(flow, frame, l4)
-                self._send_replies(flow)
-            if verdict in (SEQ_ERROR, DUPLICATE):
-                if verdict == DUPLICATE:
-                    res.duplicates += 1
-                res.seq_errors = rc.seq_errors
-                return
-        b = int((now - self.start) / self.cfg.bin_s)
-        binr = res.bins.get(b)
-        if binr is None:
-            binr = res.bins[b] = Bin()
-        gap = 0
-        if ext > flow.highest:
-            gap = ext - flow.highest - 1
-            if gap:
-                if gap > MISSING_TRACK_LIMIT:
-                    flow.untracked += gap - MISSING_TRACK_LIMIT
-                    flow.missing.update(range(ext - MISSING_TRACK_LIMIT, ext))
-                else:
-                    flow.missing.update(range(flow.highest + 1, ext))
+        return flow, at, opcode, ext, tag_seq
+
+    def _admit(self, flow: FlowState, rc: Responder, frame: memoryview, at: RoceLayout, ext: int,
+               tag_seq: int, now: float) -> bool:
+        """Go-back-N: send the responder's ACKs/NAKs; False drops the packet (sequence error,
+        duplicate, or ahead of the expected PSN with a full reorder buffer)."""
+        verdict = rc.on_data(ext, bool(frame[at.ackreq] & BTH_ACKREQ_MASK), tag_seq >= 0, now)
+        if verdict == HOLD and flow.buffer.occupancy >= self.cfg.reorder_capacity:
+            rc.ahead.discard(ext)  # no room: refused, the sender will resend it
+            verdict = SEQ_ERROR
+        if rc.replies:
+            self._endpoints(flow, frame, at)
+            self._send_replies(flow)
+        if verdict in (SEQ_ERROR, DUPLICATE):
+            if verdict == DUPLICATE:
+                flow.res.duplicates += 1
+            flow.res.seq_errors = rc.seq_errors
+            return False
+        return True
+
+    def _account(self, flow: FlowState, frame: memoryview, at: RoceLayout, opcode: int, ext: int,
+                 tag_seq: int, now: float) -> tuple[Bin, int, bool, int] | None:
+        """Count the packet in its QP and time bin: (bin, PSN gap before it, ECN-CE, payload
+        bytes), or None for a duplicate."""
+        res = flow.res
+        b = int((now - self.start) / self._bin_s)
+        if b == flow.bin_index:
+            binr = flow.bin
+        else:  # a new bin (or back to an older one)
+            if b not in res.bins:
+                res.bins[b] = Bin()
+            binr = flow.bin = res.bins[b]
+            flow.bin_index = b
+        if ext == flow.highest + 1:  # the usual case: the next PSN
             flow.highest = ext
-        elif ext in flow.missing:
-            flow.missing.discard(ext)
-            dist = flow.highest - ext
-            res.out_of_order += 1
-            binr.out_of_order += 1
-            res.reorder_distance_sum += dist
-            if dist > res.reorder_distance_max:
-                res.reorder_distance_max = dist
+            gap = 0
         else:
+            gap = flow.track_psn(binr, ext)
+        if gap < 0:
             res.duplicates += 1
-            return
-        payload = len(frame) - bth - 16 - (16 if opcode in RETH_OPCODES else 0)
+            return None
+        payload = len(frame) - at.min_len - (RETH_LEN if opcode in RETH_OPCODES else 0)
         res.packets += 1
         res.bytes += payload
         binr.rx_packets += 1
@@ -256,107 +266,101 @@ class Receiver:
         res.last_t = self._last_data = now
         if tag_seq >= 0:
             res.tagged += 1
-        ce = frame[15] & 3 == ECN_CE
+        ce = frame[IP_TOS_AT] & ECN_MASK == ECN_CE
         if ce:
             res.ce_marked += 1
             binr.ce_marked += 1
+        return binr, gap, ce, payload
+
+    def _answer(self, flow: FlowState, frame: memoryview, at: RoceLayout, binr: Bin, gap: int,
+                ce: bool, tag_seq: int, now: float) -> None:
+        """CNP for ECN-CE (or, where configured, a PSN gap in an untagged flow), at most one per
+        `cnp_interval_s`; without go-back-N, an ACK for a packet that asks for one."""
+        cfg = self.cfg
+        res = flow.res
         # A PSN ahead of the next expected one also draws a CNP where the NIC does that, unless
         # the packet is tagged as reorderable.
-        gap_cnp = gap and tag_seq < 0 and self.cfg.cnp_on_out_of_order
-        if (ce or gap_cnp) and self.cfg.cnp and now - flow.last_cnp >= self.cfg.cnp_interval_s:
+        gap_cnp = gap and tag_seq < 0 and cfg.cnp_on_out_of_order
+        if (ce or gap_cnp) and cfg.cnp and now - flow.last_cnp >= cfg.cnp_interval_s:
             flow.last_cnp = now
-            self._reply(flow, frame, l4, CNP, 0)
+            self._reply(flow, frame, at, CNP, 0)
             res.cnp_sent += 1
             binr.cnp_sent += 1
             if not ce:
                 res.cnp_out_of_order += 1
-        if rc is None and frame[bth + 8] & 0x80 and self.cfg.ack:
-            self._reply(flow, frame, l4, ACK, psn)
+        if flow.gbn is None and frame[at.ackreq] & BTH_ACKREQ_MASK and cfg.ack:
+            self._reply(flow, frame, at, ACK, int.from_bytes(frame[at.psn], "big"))
             res.acks_sent += 1
+
+    def _reorder(self, flow: FlowState, frame: memoryview, at: RoceLayout, binr: Bin, opcode: int,
+                 ext: int, payload: int, tag_seq: int, now: float) -> None:
+        """Through the reorder buffer (tag sequence if tagged and no go-back-N, else PSN), and
+        deliver what it releases in order."""
         stamp = 0
-        if opcode in FIRST_OPCODES or opcode in ONLY_OPCODES:
-            at = bth + 12 + (16 if opcode in RETH_OPCODES else 0)
-            stamp = int.from_bytes(frame[at : at + 8], "big")
+        if opcode in STARTS_MESSAGE:
+            stamp_at = at.bth_end + (RETH_LEN if opcode in RETH_OPCODES else 0)
+            stamp = int.from_bytes(frame[stamp_at : stamp_at + STAMP_LEN], "big")
         item = (ext, opcode, payload, stamp)
-        seq = tag_seq if tag_seq >= 0 and rc is None else ext
-        released = flow.buffer.push(seq, item, now)
-        if flow.buffer.occupancy and not flow.missing:
+        seq = tag_seq if tag_seq >= 0 and flow.gbn is None else ext
+        buffer = flow.buffer
+        released = buffer.push(seq, item, now)
+        occ = buffer.occupancy
+        if occ and not flow.missing:
             # No PSN is missing, so the held packets are all there is: a hole in the tag
             # sequence is not a lost packet (a switch's counter started elsewhere or is shared
             # with another flow). Release in tag order rather than wait for the timeout.
-            released += flow.buffer.release_all()
-        if released:
-            self._deliver(flow, released, now)
-        occ = flow.buffer.occupancy
+            released += buffer.release_all()
+            occ = 0
+        if released and flow.assemble(released, now):
+            self._pending.discard(flow.key)
         if occ > binr.reorder_occupancy_max:
             binr.reorder_occupancy_max = occ
 
-    def _new_flow(self, key: tuple[bytes, int]) -> _Flow:
+    def _new_flow(self, key: tuple[bytes, int]) -> FlowState:
         res = QPRecvResult(src_ip=socket.inet_ntoa(key[0]), qpn=key[1])
-        flow = self.flows[key] = _Flow(key, res, self.cfg, self._expect.get(key))
+        flow = self.flows[key] = FlowState(key, res, self.cfg, self._expect.get(key))
         return flow
 
-    def _send_replies(self, flow: _Flow) -> None:
+    def _send_replies(self, flow: FlowState) -> None:
         """Send the go-back-N responder's ACKs and NAKs (addressed like the flow's replies)."""
-        if flow.ep is None:
+        rc = flow.gbn
+        if flow.ep is None or rc is None:
             return
-        for kind, psn in flow.gbn.replies:
+        for kind, psn in rc.replies:
             if kind == "nak":
-                self._reply(flow, None, 0, ACK, psn, NAK_SEQ_ERROR)
+                self._reply(flow, None, None, ACK, psn, NAK_SEQ_ERROR)
                 flow.res.naks_sent += 1
             elif psn >= 0 and self.cfg.ack:
-                self._reply(flow, None, 0, ACK, psn)
+                self._reply(flow, None, None, ACK, psn)
                 flow.res.acks_sent += 1
-        flow.gbn.replies.clear()
+        rc.replies.clear()
 
-    def _endpoints(self, flow: _Flow, frame: memoryview, l4: int) -> Endpoints:
+    def _endpoints(self, flow: FlowState, frame: memoryview, at: RoceLayout) -> Endpoints:
+        """Addressing of the flow's replies: the data frame's, reversed."""
         if flow.ep is None:
             flow.ep = Endpoints(
-                src_mac=_mac(frame[0:6]), dst_mac=_mac(frame[6:12]),
-                src_ip=socket.inet_ntoa(frame[30:34]), dst_ip=flow.res.src_ip,
-                sport=int.from_bytes(frame[l4 : l4 + 2], "big"), dqpn=flow.res.qpn,
+                src_mac=_mac(frame[ETH_DST]), dst_mac=_mac(frame[ETH_SRC]),
+                src_ip=socket.inet_ntoa(frame[IP_DST]), dst_ip=flow.res.src_ip,
+                sport=int.from_bytes(frame[at.sport], "big"), dqpn=flow.res.qpn,
                 dscp=self.cfg.cnp_dscp, ecn=ECN_NOT_ECT,
             )
         return flow.ep
 
-    def _reply(self, flow: _Flow, frame: memoryview | None, l4: int, opcode: int, psn: int,
-               syndrome: int = 0) -> None:
+    def _reply(self, flow: FlowState, frame: memoryview | None, at: RoceLayout | None, opcode: int,
+               psn: int, syndrome: int = 0) -> None:
         template = flow.replies.get((opcode, syndrome))
         if template is None:
-            ep = flow.ep if frame is None else self._endpoints(flow, frame, l4)
+            ep = flow.ep if frame is None or at is None else self._endpoints(flow, frame, at)
+            assert ep is not None, "a reply needs the flow's addressing"
             template = FrameTemplate(build_frame(ep, opcode, becn=opcode == CNP,
                                                  syndrome=syndrome), stamped=False)
             flow.replies[(opcode, syndrome)] = template
         with contextlib.suppress(OSError):  # a full queue drops a reply, as a NIC would
             self._tx.send(template.render(psn))
 
-    def _deliver(self, flow: _Flow, items: list, now: float) -> None:
+    def _deliver(self, flow: FlowState, items: list[Delivery], now: float) -> None:
         """Assemble messages from packets the reorder buffer released in order."""
-        res = flow.res
-        for ext, opcode, payload, stamp in items:
-            if flow.delivered_seqs is not None:
-                flow.delivered_seqs.append(ext)
-            contiguous = ext == flow.last_released_psn + 1
-            flow.last_released_psn = ext
-            flow.delivered_bytes += payload
-            res.delivered += 1
-            msg = flow.msg
-            if opcode in FIRST_OPCODES or opcode in ONLY_OPCODES:
-                msg = flow.msg = MessageResult(psn=ext & 0xFFFFFF, bytes=0, fct_s=None,
-                                               complete=True)
-                flow.msg_stamp = stamp
-            elif msg is None:  # the message's first packet was lost
-                msg = flow.msg = MessageResult(psn=ext & 0xFFFFFF, bytes=0, fct_s=None,
-                                               complete=False)
-            elif not contiguous:
-                msg.complete = False
-            msg.bytes += payload
-            if opcode in LAST_OPCODES or opcode in ONLY_OPCODES:
-                if msg.complete and flow.msg_stamp:
-                    msg.fct_s = round(now - flow.msg_stamp / 1e9, 9)
-                res.messages.append(msg)
-                flow.msg = None
-        if flow.want is not None and flow.delivered_bytes >= flow.want:
+        if flow.assemble(items, now):
             self._pending.discard(flow.key)
 
     def _result(self, elapsed: float, partial: bool) -> RecvResult:

@@ -27,23 +27,13 @@ from collections.abc import Callable
 
 from traffic import bpf, netutil
 from traffic.dcqcn import Dcqcn, DcqcnParams
-from traffic.frames import (
-    ECN_ECT0,
-    ECN_NOT_ECT,
-    ETH_LEN,
-    Endpoints,
-    FrameTemplate,
-    build_frame,
-)
+from traffic.frames import ECN_ECT0, ECN_NOT_ECT, Endpoints, FrameTemplate, build_frame
 from traffic.gbn import PSN_MASK, Requester, is_nak
-from traffic.headers import (
-    ACK,
-    CNP,
-    TAG_IP_PROTO,
-)
+from traffic.headers import ACK, CNP
 from traffic.pfc import PauseState
 from traffic.results import QPSendResult, SendResult
 from traffic.sender_config import VERBS, QueuePairConfig, SenderConfig
+from traffic.wire import ETH_LEN, IP_SRC, roce_layout
 
 __all__ = ["QueuePairConfig", "Sender", "SenderConfig", "run_sender"]
 
@@ -274,12 +264,12 @@ class Sender:
         self._update_rates(time.perf_counter() - t0)
 
     def _on_roce(self, frame: bytes, t: float) -> None:
-        bth = 50 if frame[23] == TAG_IP_PROTO else 42  # a switch may have tagged it
-        if len(frame) < bth + 12:
+        at = roce_layout(frame)  # a switch may have tagged it
+        if len(frame) < at.bth_end:
             return
-        src_ip = ".".join(str(b) for b in frame[26:30])
-        opcode = frame[bth]
-        qp = self._by_key.get((src_ip, int.from_bytes(frame[bth + 5 : bth + 8], "big")))
+        src_ip = ".".join(str(b) for b in frame[IP_SRC])
+        opcode = frame[at.opcode]
+        qp = self._by_key.get((src_ip, int.from_bytes(frame[at.dqpn], "big")))
         if qp is None:
             return
         if opcode == CNP:
@@ -289,11 +279,11 @@ class Sender:
                 qp.res.rate_cuts += 1
                 qp.res.rate_samples.append((round(t, 6), qp.rate))
         elif opcode == ACK:
-            if len(frame) < bth + 16:
+            if len(frame) < at.aeth_end:
                 return
-            psn = int.from_bytes(frame[bth + 9 : bth + 12], "big")
+            psn = int.from_bytes(frame[at.psn], "big")
             now = t + self._t0
-            if is_nak(frame[bth + 12]):
+            if is_nak(frame[at.syndrome]):
                 qp.res.naks += 1
                 if qp.reliable:
                     qp.gbn.on_nak(psn, now)

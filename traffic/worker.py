@@ -55,8 +55,8 @@ def handle(request: dict[str, Any], out: TextIO) -> bool:
     if op == "quit":
         return False
     if op == "send":
-        result = run_sender(sender_config(request.get("config", {})))
-        _emit(out, "result", result=result.to_dict())
+        sent = run_sender(sender_config(request.get("config", {})))
+        _emit(out, "result", result=sent.to_dict())
     elif op == "recv":
         cfg = receiver_config(request.get("config", {}))
         result, rx = run_receiver(cfg, ready=lambda: _emit(out, "ready"))

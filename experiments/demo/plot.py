@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
 
-from experiments.results import ResultDir
+from experiments.framework.results import ResultDir
 
 TIMELINE_FIELDS = ["flow", "t_s", "packets"]
 STAGE_FIELDS = ["stage", "kind", "title", "target", "hold_s", "t_fail_s", "t_restore_s",

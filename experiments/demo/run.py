@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from controller.reconverge import LinkEvent
 from experiments.demo.measure import StageOutcome, not_back, stage_outcomes
 from experiments.demo.plot import (
     EVENT_FIELDS,
@@ -31,9 +32,9 @@ from experiments.demo.plot import (
 )
 from experiments.demo.stages import DEFAULT_KINDS, EventLog, Stage, plan_stages, run_stages
 from experiments.demo.view import LiveView
-from experiments.failover_lab import FailoverLab, FlowRun
-from experiments.failover_measure import loss_window
-from experiments.results import ResultDir, allocate
+from experiments.failover.lab import FailoverLab, FlowRun
+from experiments.failover.measure import loss_window
+from experiments.framework.results import ResultDir, allocate
 from topos import FabricSpec, build_fabric
 
 
@@ -63,7 +64,7 @@ class DemoState:
 Attach = Callable[[FailoverLab, DemoState, EventLog], AbstractContextManager]
 
 
-def _first_reroute(events: list, t_fail: float) -> object | None:
+def _first_reroute(events: list[LinkEvent], t_fail: float) -> LinkEvent | None:
     done = [e for e in events if not e.up and e.rerouted is not None and e.seen >= t_fail - 0.05]
     return min(done, key=lambda e: e.seen, default=None)
 
@@ -74,13 +75,15 @@ def stage_rows(stages: list[Stage], events: list, t0: float) -> list[dict]:
         f = stage.failure
         first = None if stage.kind == "none" else _first_reroute(
             [e for e in events if e.seen <= f.t_restore], f.t_fail)
+        rerouted = None if first is None else first.rerouted  # set when first is: see its filter
         rows.append({"stage": i, "kind": stage.kind, "title": stage.title, "target": f.target,
                      "hold_s": stage.hold_s, "t_fail_s": round(f.t_fail - t0, 4),
                      "t_restore_s": round(f.t_restore - t0, 4),
                      "t_settled_s": round(stage.t_settled - t0, 4),
-                     "t_reroute_s": "" if first is None else round(first.rerouted - t0, 4),
+                     "t_reroute_s": "" if rerouted is None else round(rerouted - t0, 4),
                      "detect_ms": "" if first is None else round((first.seen - f.t_fail) * 1000, 1),
-                     "reroute_ms": "" if first is None else round(first.reroute_s * 1000, 1),
+                     "reroute_ms": ("" if first is None or first.reroute_s is None
+                                    else round(first.reroute_s * 1000, 1)),
                      "crossing": " ".join(stage.crossing)})
     return rows
 
@@ -119,9 +122,10 @@ def run_demo(*, kinds: tuple[str, ...] | list[str] = DEFAULT_KINDS, fabric: str 
     spec = spec or build_fabric(fabric)
     result = ResultDir(allocate("demo", out, base))
     bin_s = 0.01
+    drop = 0.3
     params = {"fabric": spec.name, "kinds": list(kinds), "before_s": before_s, "hold_s": hold_s,
               "between_s": between_s, "after_s": after_s, "pps": pps, "size": size,
-              "bin_s": bin_s, "flows_per_pair": flows_per_pair, "drop": 0.3}
+              "bin_s": bin_s, "flows_per_pair": flows_per_pair, "drop": drop}
     result.write_params("demo", params, target=target, fabric=spec.name)
     tty = stream.isatty() if tty is None else tty
     stream.write(f"Bringing up {spec.name} ({len(spec.switches)} switches, "
@@ -153,7 +157,7 @@ def run_demo(*, kinds: tuple[str, ...] | list[str] = DEFAULT_KINDS, fabric: str 
                 lab.start_flows(flows, pps=pps, size=size, bin_s=bin_s) as run:
             state.run = run
             run_stages(lab, run, stages, events, before_s=before_s, between_s=between_s,
-                       after_s=after_s, drop=params["drop"], on_tick=tick)
+                       after_s=after_s, drop=drop, on_tick=tick)
             t_end = time.time() - 0.3  # the receivers report their bins every 0.1 s
             state.phase = "done"
         all_events = events()

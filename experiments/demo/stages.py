@@ -22,8 +22,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from experiments.failover_lab import FailoverLab, Failure, Flow, FlowRun
-from experiments.failover_trial import pick_failure, settle
+from experiments.failover.lab import FailoverLab, Failure, Flow, FlowRun
+from experiments.failover.trial import pick_failure, settle
 
 STAGE_KINDS = ("uplink", "downlink", "silent", "tor", "none")
 DEFAULT_KINDS = ("uplink", "downlink", "silent")
@@ -64,14 +64,9 @@ class EventLog:
 
     def pause(self) -> None:
         """Stop the reconvergence loop and the probes (their events are kept)."""
-        self._paused = (self.lab.rc is not None, self.lab.prober is not None)
         if self.lab.rc is not None:
             self.earlier += list(self.lab.rc.events)
-        if self.lab.prober is not None:
-            self.lab.prober.stop()
-        if self.lab.rc is not None:
-            self.lab.rc.stop()
-        self.lab.rc = self.lab.prober = None
+        self._paused = self.lab.session.stop_loops()
 
     def resume(self) -> None:
         """Start again what `pause` stopped."""

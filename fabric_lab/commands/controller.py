@@ -19,10 +19,11 @@ from pathlib import Path
 from controller.fabric import FabricController, ProgrammingError
 from controller.linkwatch import LinkWatcher
 from controller.p4rt import P4RuntimeError
-from controller.pipeline import PipelineError, build_pipeline, resolve_target
+from controller.pipeline import PipelineError, build_pipeline
 from controller.probes import LinkProber
-from controller.queues import RuntimeCliError, configure_queues
+from controller.queues import configure_queues
 from controller.reconverge import Reconverger
+from targets import RuntimeCliError, Target, get_target
 from topos import FABRICS, FabricSpec, build_fabric, validate
 from topos.builders import parse_scale
 
@@ -43,7 +44,7 @@ def add_program_args(parser: argparse.ArgumentParser) -> None:
                         help="egress queue rate limit of every port in packets/s (0 = none)")
 
 
-def apply_queue_args(args: argparse.Namespace, spec: FabricSpec, target: str) -> None:
+def apply_queue_args(args: argparse.Namespace, spec: FabricSpec, target: Target | str) -> None:
     """--queue-depth / --queue-rate on every switch (raises RuntimeCliError)."""
     if args.queue_depth is not None or args.queue_rate is not None:
         configure_queues(spec, target, depth=args.queue_depth, rate_pps=args.queue_rate)
@@ -87,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     try:
         spec = load_fabric(args.fabric, args.scale)
-        target = resolve_target(args.target)
+        target = get_target(args.target)
         pipeline = build_pipeline(args.program, target)
     except (ValueError, PipelineError) as err:
         print(f"fabric-lab controller: {err}", file=sys.stderr)

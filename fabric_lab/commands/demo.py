@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"fabric-lab demo: --{name} must be > 0", file=sys.stderr)
             return 2
     from experiments.demo import DEFAULT_KINDS, DemoFailed, run_demo
-    from experiments.results import ResultDirError
+    from experiments.framework.results import ResultDirError
 
     kinds = list(args.kind or DEFAULT_KINDS)
     if args.contrast and "none" not in kinds:

@@ -33,7 +33,7 @@ from typing import Any
 from controller.fabric import FabricController, ProgrammingError
 from controller.lb import MODES, LbError, LoadBalancing, program_path
 from controller.p4rt import P4RuntimeError
-from controller.pipeline import PipelineError, build_pipeline, resolve_target
+from controller.pipeline import PipelineError, build_pipeline
 from fabric_lab.commands.controller import load_fabric
 from topos import FabricSpec, validate
 from topos.mininet.runstate import run_dir
@@ -269,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
 def _direct(args: argparse.Namespace) -> int:
     try:
         spec = _fabric(args)
-        pipeline = build_pipeline(program_path(args.mode), resolve_target(args.target))
+        pipeline = build_pipeline(program_path(args.mode), args.target)
         with FabricController(spec, pipeline, election_id=(0, args.election_id)) as ctl:
             ctl.connect()
             pushed = sum(r.pipeline_pushed for r in ctl.program())

@@ -12,8 +12,8 @@ import json
 import sys
 from pathlib import Path
 
-from experiments.registry import get
-from experiments.results import PARAMS_FILE, ResultDir
+from experiments.framework.registry import get
+from experiments.framework.results import PARAMS_FILE, ResultDir
 
 
 class ReplotError(Exception):

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from experiments.report import build_report
+from experiments.framework.report import build_report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from experiments.framework import ExperimentError, execute
-from experiments.registry import all_experiments
-from experiments.results import ResultDirError
+from experiments.framework.registry import all_experiments
+from experiments.framework.results import ResultDirError
 from fabric_lab.commands.up import add_cluster_args, cluster_options
 from topos.builders import parse_scale
 

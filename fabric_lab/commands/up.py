@@ -22,47 +22,30 @@ import argparse
 import contextlib
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from controller.checks import pingall
 from controller.fabric import FabricController, ProgrammingError
 from controller.lb import LbError, LoadBalancing
 from controller.p4rt import P4RuntimeError
-from controller.pipeline import PipelineError, build_pipeline
+from controller.pipeline import PipelineError
 from controller.queues import RuntimeCliError
 from fabric_lab.commands.controller import add_program_args, apply_queue_args, load_fabric
 
-
-@contextlib.contextmanager
-def signals_held() -> Iterator[None]:
-    """Hold SIGINT/SIGTERM/SIGHUP for the block (closing gRPC channels must not be cut short),
-    then act on one that came: exit as the previous handler would have had it interrupt."""
-    caught: list[int] = []
-    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    previous = {sig: signal.signal(sig, lambda signum, _frame: caught.append(signum))
-                for sig in sigs}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        if caught:
-            if caught[0] == signal.SIGINT:
-                raise KeyboardInterrupt
-            raise SystemExit(128 + caught[0])
+if TYPE_CHECKING:
+    from experiments.framework.session import FabricSession, Setup
 
 
 class StageTimer:
     """Times named stages and prints each as it ends."""
 
-    def __init__(self, out=sys.stdout):
+    def __init__(self, out: TextIO = sys.stdout) -> None:
         self.stages: list[tuple[str, float]] = []
         self.out = out
         self.started = time.monotonic()
@@ -139,7 +122,9 @@ def cluster_options(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from topos.mininet import FabricNetwork, SwitchStartError, select_target
+    from experiments.framework.session import FabricSession
+    from targets import get_target
+    from topos.mininet import SwitchStartError
     from topos.mininet.cluster_servers import ClusterError
 
     timer = StageTimer()
@@ -147,47 +132,36 @@ def run(args: argparse.Namespace) -> int:
     try:
         with timer.stage("fabric model"):
             spec = load_fabric(args.fabric, args.scale)
-            target = select_target(args.target)
+            target = get_target(args.target).ensure_available()
             cluster = cluster_options(args)
     except (ValueError, RuntimeError) as err:
         print(f"fabric-lab up: {err}", file=sys.stderr)
         return 2
-    if cluster is not None:
-        from topos.mininet.cluster import ClusterNetwork
-
-        try:
-            net = ClusterNetwork(spec, target, cluster=cluster, log_dir=args.log_dir,
-                                 pcap_dir=args.pcap)
-        except ValueError as err:
-            print(f"fabric-lab up: {err}", file=sys.stderr)
-            return 2
-        print(net.placement.describe(spec).split("\n", 1)[0], flush=True)
-    else:
-        net = FabricNetwork(spec, target, log_dir=args.log_dir, pcap_dir=args.pcap)
-    ctl: FabricController | None = None
-    compiling = ThreadPoolExecutor(max_workers=1)
+    setup: dict[str, Setup] = {
+        "load-balancing knobs": lambda s: LoadBalancing(s.connected()).configure(
+            args.flowlet_gap_us)}
+    if args.queue_depth is not None or args.queue_rate is not None:
+        setup["queues"] = lambda s: apply_queue_args(args, spec, target)
     try:
-        # the program compiles while Mininet and the switches start (mostly waiting on them)
-        compiled = compiling.submit(_timed, build_pipeline, args.program, target.name)
-        with timer.stage("mininet + switches ready"):
-            net.start()
-        pipeline, took = compiled.result()
-        timer.record(f"compile ({target.name}, overlapped)", took)
-        ctl = FabricController(spec, pipeline, election_id=(0, args.election_id),
-                               hash_seed=args.hash_seed)
-        with timer.stage("controller connected"):
-            ctl.connect()
-        with timer.stage("pipeline + routes"):
-            reports = ctl.program()
-        with timer.stage("load-balancing knobs"):
-            LoadBalancing(ctl).configure(args.flowlet_gap_us)
-        if args.queue_depth is not None or args.queue_rate is not None:
-            with timer.stage("queues"):
-                apply_queue_args(args, spec, target.name)
-        writes = sum(r.writes for r in reports)
-        print(f"  {'total':<32}{timer.total:7.2f} s  ({len(spec.switches)} switches, "
-              f"{len(spec.host_nics())} NICs, {writes} entities written)", flush=True)
-        return _hand_over(args, spec, net, ctl)
+        session = FabricSession(spec, program=args.program, target=target, log_dir=args.log_dir,
+                                pcap_dir=args.pcap, cluster=cluster, setup=setup, timer=timer,
+                                controller={"election_id": (0, args.election_id),
+                                            "hash_seed": args.hash_seed})
+    except ValueError as err:
+        print(f"fabric-lab up: {err}", file=sys.stderr)
+        return 2
+    if cluster is not None:
+        print(session.net.placement.describe(spec).split("\n", 1)[0], flush=True)
+    try:
+        with session:
+            writes = sum(r.writes for r in session.reports)
+            print(f"  {'total':<32}{timer.total:7.2f} s  ({len(spec.switches)} switches, "
+                  f"{len(spec.host_nics())} NICs, {writes} entities written)", flush=True)
+            try:
+                return _hand_over(args, session)
+            except KeyboardInterrupt:
+                print("fabric-lab up: interrupted; taking the fabric down", file=sys.stderr)
+                return 130
     except (PipelineError, LbError) as err:
         print(f"fabric-lab up: {err}", file=sys.stderr)
         return 2
@@ -198,22 +172,11 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("fabric-lab up: interrupted; taking the fabric down", file=sys.stderr)
         return 130
-    finally:
-        try:
-            compiling.shutdown(wait=True)
-            if ctl is not None:
-                with signals_held():
-                    ctl.close()
-        finally:
-            net.stop()
 
 
-def _timed(fn, *args):
-    started = time.monotonic()
-    return fn(*args), time.monotonic() - started
+def _hand_over(args: argparse.Namespace, session: FabricSession) -> int:
+    spec, net = session.spec, session.net
 
-
-def _hand_over(args: argparse.Namespace, spec, net, ctl: FabricController) -> int:
     def popen(nic: str, argv: list[str]) -> subprocess.Popen:
         return net.host(nic).popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
@@ -223,8 +186,7 @@ def _hand_over(args: argparse.Namespace, spec, net, ctl: FabricController) -> in
         print(f"{result} ({time.monotonic() - started:.1f} s)", flush=True)
         return 0 if not result.lost else 1
     if args.run:
-        with signals_held():
-            ctl.close()  # the fabric stays routed; CMD may connect a controller of its own
+        session.disconnect()  # the fabric stays routed; CMD may connect a controller of its own
         with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="fabric-") as model:
             model.write(spec.to_json())
             model.flush()
@@ -234,23 +196,18 @@ def _hand_over(args: argparse.Namespace, spec, net, ctl: FabricController) -> in
             except OSError as err:
                 print(f"fabric-lab up: cannot run {args.run!r}: {err.strerror}", file=sys.stderr)
                 return 127
-    from controller.probes import LinkProber
-    from controller.reconverge import Reconverger
     from fabric_lab.commands.lb import LbServer
     from topos.mininet.cli import FabricCLI
 
     # reroute on port changes and on links the probes find dropping; `link_fail`, `link_drop`,
     # `links` and `events` in the CLI; `lb` there or `fabric-lab lb` elsewhere switch the mode
-    rc = Reconverger(ctl).start()
-    prober = LinkProber(ctl, on_verdict=rc.isolate).start()
+    session.start_loops(reconverge=True, probes=True)
+    ctl, rc, prober = session.connected(), session.rc, session.prober
+    assert rc is not None and prober is not None
     lb = LbServer(ctl).start()
-    try:
-        with _web_view(args, spec, ctl, rc, prober, lb.handle):
-            FabricCLI(net.net, spec, events=lambda: [str(e) for e in rc.events], lb=lb.handle)
-    finally:
-        lb.stop()
-        prober.stop()
-        rc.stop()
+    session.on_stop(lb.stop)
+    with _web_view(args, spec, ctl, rc, prober, lb.handle):
+        FabricCLI(net.net, spec, events=lambda: [str(e) for e in rc.events], lb=lb.handle)
     return 0
 
 

@@ -17,14 +17,15 @@ from fabric_lab.web.actions import ActionError, Actions
 from fabric_lab.web.layout import fabric_json
 from fabric_lab.web.monitor import FabricMonitor, Sources
 from fabric_lab.web.server import WebServer
+from targets import Target
 from topos.model import FabricSpec
 
 __all__ = ["ActionError", "Actions", "FabricMonitor", "Sources", "WebServer", "demo_attach",
            "fabric_json", "serve", "up_view"]
 
 
-def serve(spec: FabricSpec, ctl: FabricController | None, *, target: str, sources: Sources,
-          port: int = 0, lb=None) -> WebServer:
+def serve(spec: FabricSpec, ctl: FabricController | None, *, target: Target | str,
+          sources: Sources, port: int = 0, lb=None) -> WebServer:
     """A started web view of `spec` (stop() it); `lb(mode, gap)`: the CLI's mode switch."""
     actions = Actions(spec, ctl, target, lb_handler=lb)
     if sources.mode is None:

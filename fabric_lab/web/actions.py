@@ -17,6 +17,7 @@ from controller.fabric import FabricController, ProgrammingError
 from controller.lb import MODES, LbError, LoadBalancing
 from controller.p4rt import P4RuntimeError
 from controller.pipeline import PipelineError
+from targets import Target
 from topos.mininet.cli import LinkError, find_link, link_name, set_link, set_silent_drop
 from topos.model import FabricSpec
 
@@ -29,7 +30,7 @@ class ActionError(ValueError):
 class Actions:
     spec: FabricSpec
     ctl: FabricController | None
-    target: str = "p4switch"
+    target: Target | str = "p4switch"
     lb_handler: Callable[[str | None, int | None], list[str]] | None = None
     degraded: dict[str, float] = field(default_factory=dict)  # link -> percent dropped
     _lock: threading.Lock = field(default_factory=threading.Lock)

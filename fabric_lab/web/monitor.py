@@ -4,9 +4,10 @@ Every `interval` (1 s): every switch's per-port packet/byte counters over P4Runt
 utilisation per direction; one switch at a time, spread over the interval), and all the while
 the operational state of every link's switch-side interfaces, the links the probes isolated and
 those the view set dropping. Every `slow_every` intervals: ECN marks and PFC frames per port
-(P4Runtime counters of the program) and, on p4switch, queue depths (the telemetry register
-`queue_depth_last` over the runtime CLI; BMv2 has no persistent channel for it, so no depths
-there). Per-flow throughput comes from the caller (the demo's receivers);
+(P4Runtime counters of the program) and, where the switch serves its runtime CLI itself
+(`Capabilities.serves_runtime_cli`: p4switch), queue depths (the telemetry register
+`queue_depth_last` over the runtime CLI; on BMv2 that would take a CLI process per switch, so
+no depths there). Per-flow throughput comes from the caller (the demo's receivers);
 without it, the traffic delivered to each NIC (its switch port's transmit counter) is charted.
 """
 
@@ -22,9 +23,9 @@ from dataclasses import dataclass, field
 from controller.fabric import FabricController
 from controller.p4rt import P4RuntimeError
 from controller.periodic import Periodic
-from controller.pfc_agent import RuntimeChannel, RuntimeChannelError
 from controller.schema import SchemaError
-from experiments.telemetry import COUNTERS, REGISTERS
+from experiments.framework.telemetry import COUNTERS, REGISTERS
+from targets import RuntimeCli, RuntimeCliError, Target, get_target
 from topos.mininet.cli import link_name, link_states
 from topos.model import FabricSpec
 
@@ -68,10 +69,11 @@ class FabricMonitor:
     interval, its slow counters every `slow_every` visits): a steady trickle of reads, never a
     burst that stalls every switch process at once on a small machine."""
 
-    def __init__(self, spec: FabricSpec, ctl: FabricController | None, *, target: str = "p4switch",
+    def __init__(self, spec: FabricSpec, ctl: FabricController | None, *,
+                 target: Target | str = "p4switch",
                  sources: Sources | None = None, degraded: Callable[[], dict[str, float]] = dict,
                  interval: float = 1.0, slow_every: int = 2):
-        self.spec, self.ctl, self.target = spec, ctl, target
+        self.spec, self.ctl, self.target = spec, ctl, get_target(target)
         self.sources = sources or Sources()
         self.degraded = degraded
         self.interval, self.slow_every = interval, slow_every
@@ -82,11 +84,11 @@ class FabricMonitor:
         self._last_slow: dict[str, _Reading] = {}  # per switch: ECN/PFC counts per port
         self._rate: dict[tuple[str, int], float] = {}  # (switch, port) -> Mb/s leaving it
         self._links: dict[str, dict] = {}
-        depth = 0 if target == "p4switch" else None
+        depth = 0 if self.target.caps.serves_runtime_cli else None
         self._ports = {(sw.name, ln.end(sw.name).port): PortStats(depth=depth)
                        for sw in spec.switches for ln in spec.links_of(sw.name)}
         self._nic_series: deque[tuple[float, dict[str, float]]] = deque()
-        self._channels: dict[str, RuntimeChannel] = {}
+        self._channels: dict[str, RuntimeCli] = {}
         self._snapshot: dict | None = None
         period = interval / max(1, len(spec.switches))
         self._loop = Periodic("web-monitor", period, self.sample, immediate=True,
@@ -127,6 +129,7 @@ class FabricMonitor:
                 self._add_nic_point()
 
     def _read_slow(self, switch: str, thrift_port: int) -> _Reading:
+        assert self.ctl is not None  # sample() reads counters only with a controller
         out = _Reading(time.time())
         client = self.ctl.clients.get(switch)
         for what, name in SLOW_COUNTERS.items():
@@ -144,13 +147,16 @@ class FabricMonitor:
         return out
 
     def _depths(self, switch: str, thrift_port: int) -> dict[int, int]:
-        """Per port, the deepest of its queues' `queue_depth_last` (p4switch only)."""
-        if self.target != "p4switch":
+        """Per port, the deepest of its queues' `queue_depth_last` (a switch that serves its
+        runtime CLI only)."""
+        if not self.target.caps.serves_runtime_cli:
             return {}
-        channel = self._channels.setdefault(switch, RuntimeChannel(self.target, thrift_port))
+        channel = self._channels.get(switch)
+        if channel is None:
+            channel = self._channels[switch] = self.target.cli(thrift_port, 5.0)
         try:
             text = channel.command(f"register_read {REGISTERS['depth_last']}")
-        except RuntimeChannelError as err:
+        except RuntimeCliError as err:
             self.errors.append(str(err))
             return {}
         cells = [int(v) for v in text.split("=", 1)[-1].replace(",", " ").split()
@@ -178,7 +184,7 @@ class FabricMonitor:
         for (sw, port), stats in self._ports.items():
             if sw != switch:
                 continue
-            if self.target == "p4switch":
+            if self.target.caps.serves_runtime_cli:
                 stats.depth = slow.values.get(("depth", port), 0)
             if before is not None and slow.t > before.t:
                 for what in SLOW_COUNTERS:
@@ -242,5 +248,5 @@ class FabricMonitor:
                   for e in self.sources.events()[-40:]]
         mode = self.sources.mode() if self.sources.mode else ""
         return {"t": time.time(), "status": self.sources.status(), "mode": mode,
-                "target": self.target, "links": links, "ports": ports, "flows": flows,
+                "target": self.target.name, "links": links, "ports": ports, "flows": flows,
                 "events": events, "errors": list(self.errors)}

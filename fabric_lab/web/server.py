@@ -161,12 +161,14 @@ class WebServer:
                                                "Cache-Control": "no-store"})
         await response.prepare(request)
         loop = asyncio.get_running_loop()
+        stopping = self._stopping
+        assert stopping is not None  # set when the server starts
         with contextlib.suppress(ConnectionResetError, asyncio.CancelledError):
-            while not self._stopping.is_set():
+            while not stopping.is_set():
                 state = await loop.run_in_executor(None, self.monitor.snapshot)
                 await response.write(f"data: {json.dumps(state)}\n\n".encode())
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._stopping.wait(), self.interval)
+                    await asyncio.wait_for(stopping.wait(), self.interval)
         return response
 
     async def _action(self, request: web.Request) -> web.Response:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import random
 
-from experiments.ballsbins import expected_max_load
+from experiments.lb.ballsbins import expected_max_load
 from fabric_lab.labkit import LabSwitch, Spread, Step, StepFailed, Work, compiles, reference_program, roce_frame
 
 TITLE = "ECMP: the flow key and its hash"

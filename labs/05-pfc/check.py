@@ -81,7 +81,7 @@ def incast_lossless(work: Work) -> str:
         raise StepFailed("this step runs an incast on Mininet and needs root: sudo fabric-lab "
                          "lab check 5")
     from experiments.framework import execute
-    from experiments.incast import EXPERIMENT
+    from experiments.incast.experiment import EXPERIMENT
 
     xoff, xon = _thresholds(work, INCAST["depth"], INCAST["fabric_pps"], INCAST["host_pps"])
     overrides = {"settings": "pfc", "xoff": str(xoff), "xon": str(xon)}

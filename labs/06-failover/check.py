@@ -140,7 +140,8 @@ def live_downlink(work: Work) -> str:
     from controller.fabric import FabricController
     from controller.pipeline import build_pipeline
     from fabric_lab.labkit import P4SRC
-    from topos.mininet import FabricNetwork, select_target
+    from targets import P4SWITCH
+    from topos.mininet import FabricNetwork
     from topos.mininet.cli import find_link, set_link
     from topos.mininet.traffic_cmd import TrafficError, run_traffic
     from topos.relocate import prefixed
@@ -170,8 +171,8 @@ def live_downlink(work: Work) -> str:
                              f"sent where packets are lost):\n" + "\n".join(lines[1:]))
         return f"{when}: 8/8 queue pairs whole"
 
-    net = FabricNetwork(spec, select_target("p4switch"))
-    ctl = StudentRouted(spec, build_pipeline(P4SRC / "ecmp.p4", "p4switch"))
+    net = FabricNetwork(spec, P4SWITCH.ensure_available())
+    ctl = StudentRouted(spec, build_pipeline(P4SRC / "ecmp.p4", P4SWITCH))
     try:
         net.start()
         ctl.connect()

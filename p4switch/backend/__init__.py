@@ -1,6 +1,7 @@
 """Code generation: the typed IR of a P4 program -> one Python module, exec'd once.
 
-program.py  the generator (CodeGen mixes in the parts below) and the module's `make()`
+program.py  stages, functions and instances (ProgramGen), `generate()` and the module's `make()`
+context.py  GenContext: the state the generators share, and the generators themselves
 structs.py  header/struct classes (extract, emit, copy)
 expr.py     expressions; stmt.py statements and evaluation order; calls.py inlining
 tables.py   table apply and the table part of the control-plane model (model.py: names)

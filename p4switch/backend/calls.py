@@ -1,4 +1,4 @@
-"""Calls and inlining (a mixin of the code generator).
+"""Calls and inlining (a generator over the shared `GenContext`).
 
 Actions and sub-controls are inlined at their call sites (p4c does the same), so every
 variable of a pipeline stage is a Python local. An inlined body that contains `return` runs
@@ -9,6 +9,8 @@ sees nothing but its parameters, so that is indistinguishable from copying).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..frontend import ast as A
 from ..frontend.symbols import ActionSym, FunctionSym, InstanceSym, VarSym
 from ..frontend.types import StackType, StructType
@@ -18,61 +20,69 @@ from .expr import Unsupported
 from .stmt import union_member
 from .structs import is_aggregate, zero_value
 
+if TYPE_CHECKING:
+    from .context import GenContext
+
 
 class CallGen:
+    """Calls and inlining."""
+
+    def __init__(self, ctx: GenContext) -> None:
+        self.ctx = ctx
+
     def call_stmt(self, c: A.Call, env: Env) -> None:
         kind = c.kind
         if kind == "action":
-            if not self.action_depth:  # p4c inlines actions called from actions away
-                self.model.action(c.func.ref.decl, self.action_name(c.func.ref),
+            if not self.ctx.action_depth:  # p4c inlines actions called from actions away
+                self.ctx.model.action(c.func.ref.decl, self.action_name(c.func.ref),
                                   env.instance.position(c.func.ref.decl), in_table=False)
             self.inline_action(c.func.ref, c.bound, env)
         elif kind == "function":
             self.hoist_args(c, env)
             result = self.function_call(c, env)
             if result:
-                self.em.line(result)
+                self.ctx.em.line(result)
         elif kind in ("extern_func", "extern_method"):
             self.hoist_args(c, env)
-            self.extern_call(c, env, statement=True)
+            self.ctx.extern.extern_call(c, env, statement=True)
         elif kind == "header_method":
-            h = self.ex(c.func.expr, env)
+            h = self.ctx.expr.ex(c.func.expr, env)
             name = c.func.name
             if name == "setValid":
                 self.invalidate_union_siblings(c.func.expr, env)
-                self.em.line(f"if not {h}._valid:")
-                with self.em.indent():
-                    self.em.line(f"{h}._zero()")
-                    self.em.line(f"{h}._valid = True")
+                self.ctx.em.line(f"if not {h}._valid:")
+                with self.ctx.em.indent():
+                    self.ctx.em.line(f"{h}._zero()")
+                    self.ctx.em.line(f"{h}._valid = True")
             elif name == "setInvalid":
-                self.em.line(f"{h}._valid = False")
+                self.ctx.em.line(f"{h}._valid = False")
         elif kind == "stack_method":
-            st = self.ex(c.func.expr, env)
-            self.em.line(f"{st}.{c.func.name}({c.args[0].expr.const})")
+            st = self.ctx.expr.ex(c.func.expr, env)
+            self.ctx.em.line(f"{st}.{c.func.name}({c.args[0].expr.const})")
         elif kind == "table_apply":
-            self.table_apply(c.func.expr.ref.decl, env)
+            self.ctx.table.table_apply(c.func.expr.ref.decl, env)
         elif kind == "control_apply":
             self.hoist_args(c, env)
             self.inline_control(c, env)
         elif kind == "parser_apply":
             self.hoist_args(c, env)
-            self.inline_subparser(c, env)
+            self.ctx.parser.inline_subparser(c, env)
         else:
             raise Unsupported(c.pos, f"call of kind {kind or type(c.func).__name__}")
 
     def hoist_args(self, c: A.Call, env: Env) -> None:
         for _, a in getattr(c, "bound", []):
             if a is not None:
-                self.hoist(a, env)
+                self.ctx.stmt.hoist(a, env)
 
     def call_expr(self, c: A.Call, env: Env) -> str:
         hoisted = getattr(c, "hoisted", None)
         if c.kind == "header_method" and c.func.name == "isValid":
-            return f"{self.ex(c.func.expr, env)}._valid"
+            return f"{self.ctx.expr.ex(c.func.expr, env)}._valid"
         if c.kind == "function":
             return hoisted if hoisted else self.function_call(c, env)
         if c.kind in ("extern_func", "extern_method"):
-            return self.extern_call(c, env, statement=False)
+            return self.ctx.extern.extern_call(c, env, statement=False)
         raise Unsupported(c.pos, f"call of kind {c.kind} in an expression")
 
     def bind_params(self, bound, env: Env, inner: Env, by_ref_ok: bool) -> list[str]:
@@ -83,11 +93,11 @@ class CallGen:
             sym = inner_sym(p)
             t = sym.type if sym else None
             if a is None:  # '_' or an absent optional argument
-                name = self.em.fresh(p.name)
-                self.em.line(f"{name} = {zero_value(t)}")
+                name = self.ctx.em.fresh(p.name)
+                self.ctx.em.line(f"{name} = {zero_value(t)}")
                 inner.bind(sym, name)
                 continue
-            value = self.ex(a, env)
+            value = self.ctx.expr.ex(a, env)
             agg = is_aggregate(t) or isinstance(a.type, (StructType, StackType))
             if agg and p.direction in ("", "in") and by_ref_ok and _simple_path(a) and \
                     not _overlaps(a, refs):
@@ -97,30 +107,30 @@ class CallGen:
                     not _overlaps(a, refs):
                 inner.bind(sym, value)
                 continue
-            name = self.em.fresh(p.name)
+            name = self.ctx.em.fresh(p.name)
             if p.direction == "out":
-                self.em.line(f"{name} = {zero_value(a.type)}")
+                self.ctx.em.line(f"{name} = {zero_value(a.type)}")
             elif agg:
-                self.em.line(f"{name} = {value}._copy()")
+                self.ctx.em.line(f"{name} = {value}._copy()")
             else:
-                self.em.line(f"{name} = {value}")
+                self.ctx.em.line(f"{name} = {value}")
             inner.bind(sym, name)
             if p.direction in ("out", "inout"):
-                copyouts.extend(self.capture(lambda a=a, name=name: self.assign(a, name, env)))
+                copyouts.extend(self.capture(lambda a=a, name=name: self.ctx.stmt.assign(a, name, env)))
         return copyouts
 
     def invalidate_union_siblings(self, member: A.Expr, env: Env) -> None:
         """A header union holds at most one valid member."""
         if not union_member(member):
             return
-        base = self.ex(member.expr, env)
+        base = self.ctx.expr.ex(member.expr, env)
         for name, _ in member.expr.type.fields:
             if name != member.name:
-                self.em.line(f"{base}.{py_ident(name)}._valid = False")
+                self.ctx.em.line(f"{base}.{py_ident(name)}._valid = False")
 
     def capture(self, fn) -> list[str]:
         """The lines fn emits, unindented, instead of emitting them."""
-        em = self.em
+        em = self.ctx.em
         saved = em.lines, em.level
         em.lines, em.level = [], 0
         try:
@@ -132,14 +142,14 @@ class CallGen:
     def run_inlined(self, stmts: list[A.Stmt], inner: Env, copyouts: list[str],
                     ret_var: str | None = None) -> None:
         if _has_return(stmts):
-            self.em.line("while True:")
-            with self.em.indent():
-                self.block(stmts, inner)
-                self.em.line("break")
+            self.ctx.em.line("while True:")
+            with self.ctx.em.indent():
+                self.ctx.stmt.block(stmts, inner)
+                self.ctx.em.line("break")
         else:
-            self.block(stmts, inner)
+            self.ctx.stmt.block(stmts, inner)
         for line in copyouts:
-            self.em.line(line)
+            self.ctx.em.line(line)
 
     def inline_action(self, sym: ActionSym, bound, env: Env, data_args=None) -> None:
         """Inline an action; `data_args` (a tuple expression) feeds the action-data params
@@ -149,25 +159,25 @@ class CallGen:
         params = sym.decl.params
         if data_args is not None:
             data = [p for p in params if not p.direction]
-            names = [self.em.fresh(p.name) for p in data]
+            names = [self.ctx.em.fresh(p.name) for p in data]
             if names:
-                self.em.line(f"{''.join(n + ', ' for n in names)}= {data_args}")
+                self.ctx.em.line(f"{''.join(n + ', ' for n in names)}= {data_args}")
             for p, n in zip(data, names, strict=False):
                 inner.bind(inner_sym(p), n)
             bound = [(p, a) for p, a in bound] if bound else []
         copyouts = self.bind_params(bound or [], env, inner, by_ref_ok=False)
         frame.copyouts = copyouts
-        self.action_depth += 1
+        self.ctx.action_depth += 1
         try:
             self.run_inlined(sym.decl.body.stmts, inner, copyouts)
         finally:
-            self.action_depth -= 1
+            self.ctx.action_depth -= 1
 
     def function_call(self, c: A.Call, env: Env) -> str:
         """Call a generated P4 function. Returns the value expression (no out params), or
         emits the call and copy-outs and returns the result variable."""
         fsym: FunctionSym = c.func.ref
-        fname = self.function_name(fsym.decl)
+        fname = self.ctx.program.function_name(fsym.decl)
         args, outs = [], []
         for p, a in c.bound:
             if p.direction in ("out", "inout"):
@@ -175,19 +185,19 @@ class CallGen:
                 if p.direction == "out" or a is None:
                     args.append(zero_value(inner_sym(p).type))
                 else:
-                    v = self.ex(a, env)
+                    v = self.ctx.expr.ex(a, env)
                     args.append(v + "._copy()" if is_aggregate(a.type) else v)
             else:
-                args.append(self.ex(a, env) if a is not None else "None")
+                args.append(self.ctx.expr.ex(a, env) if a is not None else "None")
         call = f"{fname}(ctx, _sm, {', '.join(args)})"
         if not outs:
             return call
-        res = self.em.fresh("r")
-        self.em.line(f"{res} = {call}")
+        res = self.ctx.em.fresh("r")
+        self.ctx.em.line(f"{res} = {call}")
         for i, (_, a) in enumerate(outs):
             if a is not None:
                 val = f"{res}[{i + 1}]"
-                self.assign(a, val, env)
+                self.ctx.stmt.assign(a, val, env)
         return f"{res}[0]"
 
     def inline_control(self, c: A.Call, env: Env) -> None:
@@ -195,16 +205,16 @@ class CallGen:
         if not isinstance(isym, InstanceSym) or not isinstance(isym.type.decl, A.ControlDecl):
             raise Unsupported(c.pos, "applying a control passed as a constructor argument")
         decl = isym.type.decl
-        inst = self.sub_instance(isym, env)
+        inst = self.ctx.program.sub_instance(isym, env)
         frame = Frame(ret="break")
         inner = Env(env, frame, inst)
         copyouts = self.bind_params(c.bound, env, inner, by_ref_ok=True)
         frame.copyouts = copyouts
-        self.instance_setup(inst, inner)
+        self.ctx.program.instance_setup(inst, inner)
         self.run_inlined(decl.body.stmts, inner, copyouts)
 
     def action_name(self, sym) -> str:
-        return self.fq_name(sym.decl, sym.owner)
+        return self.ctx.program.fq_name(sym.decl, sym.owner)
 
 
 def inner_sym(p: A.Param) -> VarSym | None:

@@ -1,6 +1,8 @@
-"""Expressions of the typed IR -> Python expressions (a mixin of the code generator)."""
+"""Expressions of the typed IR -> Python expressions (a generator over the shared `GenContext`)."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from ..frontend import ast as A
 from ..frontend.symbols import ConstSym
@@ -18,6 +20,9 @@ from ..frontend.types import (
 from .emitter import py_ident
 from .env import Env
 from .structs import class_name, is_aggregate
+
+if TYPE_CHECKING:
+    from .context import GenContext
 
 
 class Unsupported(Exception):
@@ -44,8 +49,13 @@ def _mask(w: int) -> str:
 
 
 class ExprGen:
+    """Expressions -> Python expressions."""
+
+    def __init__(self, ctx: GenContext) -> None:
+        self.ctx = ctx
+
     def ex(self, e: A.Expr, env: Env) -> str:
-        pre = self.pre.get(id(e))
+        pre = self.ctx.pre.get(id(e))
         if pre is not None:
             return pre
         if e.const is not None and not isinstance(e.type, (StructType, TupleType)):
@@ -70,8 +80,8 @@ class ExprGen:
             base = self.ex(e.expr, env)
             if ref[1] in ("next", "last"):
                 index = f"{base}.next_index" + (" - 1" if ref[1] == "last" else "")
-                if self.in_parser:  # out of range: the parser stops with StackOutOfBounds
-                    return f"{base}.checked({index}, {self.error_code('StackOutOfBounds')})"
+                if self.ctx.in_parser:  # out of range: the parser stops with StackOutOfBounds
+                    return f"{base}.checked({index}, {self.ctx.program.error_code('StackOutOfBounds')})"
                 return f"{base}.at({index})"
             if ref[1] in ("lastIndex",):
                 return f"(({base}.next_index - 1) & 0xffffffff)"
@@ -202,7 +212,7 @@ class ExprGen:
         return f"{class_name(t)}._of(({''.join(i + ', ' for i in items)}))"
 
     def _x_Call(self, e: A.Call, env: Env) -> str:
-        return self.call_expr(e, env)
+        return self.ctx.call.call_expr(e, env)
 
     def _x_Const(self, e, env) -> str:
         return literal(e.const, e.type)

@@ -1,4 +1,4 @@
-"""What p4c puts in P4Info without the program using it (a mixin of the code generator).
+"""What p4c puts in P4Info without the program using it (a generator over the shared `GenContext`).
 
 - Every counter, meter, register and action profile a block declares is listed, used or not
   (p4c's front end never removes an extern instance). Direct counters and meters no table uses
@@ -10,28 +10,31 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .. import cpmodel as cp
+from ..externs import EXTERNS
 from ..frontend import ast as A
 from ..frontend.symbols import InstanceSym
 from ..frontend.types import ExternType
 from .model import explicit_id, local_name
 
-_LISTED = ("counter", "meter", "register", "action_profile", "action_selector")
-_DIRECT = ("direct_counter", "direct_meter")
-_COUNTER_UNITS = ("packets", "bytes", "packets_and_bytes")
-_METER_UNITS = ("packets", "bytes")
+if TYPE_CHECKING:
+    from .context import GenContext
+
+_LISTED = (*(k for k, e in EXTERNS.items() if not e.direct), "action_profile", "action_selector")
+_DIRECT = tuple(k for k, e in EXTERNS.items() if e.direct)
 
 
 class ListedGen:
-    def init_listed(self) -> None:
-        self.declared_direct: list[tuple[InstanceSym, str | None]] = []
-        self.current_function: int | None = None  # id() of the function being generated
-        self.function_calls: dict[int | None, set[int]] = {}  # None: called from a control
-        self.functions_calling_externs: set[int] = set()
+    """Externs P4Info lists unused; extern function calls."""
+
+    def __init__(self, ctx: GenContext) -> None:
+        self.ctx = ctx
 
     # ---- extern instances ------------------------------------------------------------------
     def declare_global_externs(self) -> None:
-        for sym in list(self.global_scope.names.values()):
+        for sym in list(self.ctx.global_scope.names.values()):
             if isinstance(sym, InstanceSym) and isinstance(sym.type, ExternType):
                 self._declare_extern(sym, None)
 
@@ -48,47 +51,45 @@ class ListedGen:
         if getattr(sym.decl.tref, "name", kind) != kind:
             return  # through a typedef
         if kind in _DIRECT:
-            self.declared_direct.append((sym, prefix))  # attached (or not) by the tables
+            self.ctx.declared_direct.append((sym, prefix))  # attached (or not) by the tables
         elif kind in _LISTED:
-            self.extern_instance(sym, prefix)
+            self.ctx.program.extern_instance(sym, prefix)
 
     def unattached_direct(self, model: cp.ControlPlaneModel) -> list[cp.Counter | cp.Meter]:
         """The declared direct counters and meters no table uses."""
         seen = {c.name for c in model.counters} | {m.name for m in model.meters}
         out: list[cp.Counter | cp.Meter] = []
-        for sym, prefix in self.declared_direct:
+        for sym, prefix in self.ctx.declared_direct:
             name = local_name(sym.decl, prefix)
             if name in seen:
                 continue
             seen.add(name)
             annos = [a for a in sym.decl.annotations if a.name not in ("name", "id")]
             eid = explicit_id(sym.decl.annotations)
-            unit = sym.ctor_args[0].const
-            out.append(cp.Counter(name, annos, eid, _COUNTER_UNITS[unit])
-                       if sym.type.decl.name == "direct_counter"
-                       else cp.Meter(name, annos, eid, _METER_UNITS[unit]))
+            args = [a.const for a in sym.ctor_args]
+            out.append(EXTERNS[sym.type.decl.name].unattached(name, annos, eid, args))
         return out
 
     # ---- extern function calls -------------------------------------------------------------
     def note_function_call(self, decl: A.FunctionDecl) -> None:
-        if self.current_function is not None or not self.in_parser:
-            self.function_calls.setdefault(self.current_function, set()).add(id(decl))
+        if self.ctx.current_function is not None or not self.ctx.in_parser:
+            self.ctx.function_calls.setdefault(self.ctx.current_function, set()).add(id(decl))
 
     def note_extern_function_call(self) -> None:
-        if self.current_function is not None:
-            self.functions_calling_externs.add(self.current_function)
-        elif not self.in_parser:
-            self.model.model.calls_extern_functions = True
+        if self.ctx.current_function is not None:
+            self.ctx.functions_calling_externs.add(self.ctx.current_function)
+        elif not self.ctx.in_parser:
+            self.ctx.model.model.calls_extern_functions = True
 
     def controls_call_extern_functions(self) -> bool:
         """Directly (noted as it happens) or through the functions they call."""
-        if self.model.model.calls_extern_functions:
+        if self.ctx.model.model.calls_extern_functions:
             return True
         seen: set[int] = set()
-        todo = list(self.function_calls.get(None, ()))
+        todo = list(self.ctx.function_calls.get(None, ()))
         while todo:
             fn = todo.pop()
             if fn not in seen:
                 seen.add(fn)
-                todo.extend(self.function_calls.get(fn, ()))
-        return bool(seen & self.functions_calling_externs)
+                todo.extend(self.ctx.function_calls.get(fn, ()))
+        return bool(seen & self.ctx.functions_calling_externs)

@@ -1,4 +1,4 @@
-"""Parsers: a state machine over the packet bytes (a mixin of the code generator).
+"""Parsers: a state machine over the packet bytes (a generator over the shared `GenContext`).
 
 Locals: `_data` (the packet), `_off` (byte offset of the next unparsed byte), `_n` (length).
 Parser errors raise `_ParserError(code)`; the engine records `parser_error` and, as BMv2 does,
@@ -7,6 +7,8 @@ sends the packet on to ingress with the headers extracted so far.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..frontend import ast as A
 from ..frontend.symbols import InstanceSym
 from ..frontend.types import Bits, BoolType, StackType, StructType, bit_width
@@ -14,6 +16,9 @@ from .emitter import py_ident
 from .env import Env
 from .expr import Unsupported
 from .structs import zero_value
+
+if TYPE_CHECKING:
+    from .context import GenContext
 
 
 class _Machine:
@@ -35,12 +40,17 @@ class _Machine:
 
 
 class ParserGen:
+    """Parser state machines."""
+
+    def __init__(self, ctx: GenContext) -> None:
+        self.ctx = ctx
+
     def gen_parser_states(self, decl: A.ParserDecl, env: Env, accept: str) -> None:
         """Emit the state machine; `accept` is the statement that leaves it on accept."""
-        em = self.em
+        em = self.ctx.em
         for loc in decl.locals:
             if isinstance(loc, A.VarDecl):
-                self.stmt(loc, env)
+                self.ctx.stmt.stmt(loc, env)
         m = _Machine(decl, em.fresh("state"), accept)
         em.line(f"{m.var} = {m.ids['start']}")
         em.line("while True:")
@@ -54,29 +64,29 @@ class ParserGen:
 
     def _state_body(self, st: A.ParserState, m: _Machine, env: Env) -> None:
         inner = Env(env)
-        self.block(st.stmts, inner)
+        self.ctx.stmt.block(st.stmts, inner)
         self._transition(st.next, m, inner)
 
     def _goto(self, target: str, m: _Machine, env: Env) -> None:
         if target == "accept":
-            self.em.line(m.accept)
+            self.ctx.em.line(m.accept)
         elif target == "reject":
-            self.em.line("raise _ParserError(-1)")
+            self.ctx.em.line("raise _ParserError(-1)")
         elif target in m.inlined:  # the only way into that state: its code goes here
             self._state_body(m.states[target], m, env)
         else:
-            self.em.line(f"{m.var} = {m.ids[target]}")
-            self.em.line("continue")
+            self.ctx.em.line(f"{m.var} = {m.ids[target]}")
+            self.ctx.em.line("continue")
 
     def _transition(self, nxt, m: _Machine, env: Env) -> None:
-        em = self.em
+        em = self.ctx.em
         if isinstance(nxt, str):
             self._goto(nxt, m, env)
             return
         keys = []
         for e in nxt.exprs:
             k = em.fresh("k")
-            v = self.ex(e, env)
+            v = self.ctx.expr.ex(e, env)
             em.line(f"{k} = {'int(' + v + ')' if isinstance(e.type, BoolType) else v}")
             keys.append((k, e.type))
         first = True
@@ -101,11 +111,11 @@ class ParserGen:
                 break
         if not has_default:
             if first:
-                em.line(f"raise _ParserError({self.error_code('NoMatch')})")
+                em.line(f"raise _ParserError({self.ctx.program.error_code('NoMatch')})")
             else:
                 em.line("else:")
                 with em.indent():
-                    em.line(f"raise _ParserError({self.error_code('NoMatch')})")
+                    em.line(f"raise _ParserError({self.ctx.program.error_code('NoMatch')})")
 
     def _keyset_cond(self, k: str, t, ks: A.Expr) -> str | None:
         full = (1 << bit_width(t)) - 1 if isinstance(t, Bits) else None
@@ -131,7 +141,7 @@ class ParserGen:
 
     # ---- packet_in methods -----------------------------------------------------------------
     def parser_extract(self, target: A.Expr, env: Env, vbits: A.Expr | None = None) -> None:
-        em = self.em
+        em = self.ctx.em
         t = target.type
         if not isinstance(t, StructType) or t.kind != "header":
             raise Unsupported(target.pos, f"extract into {t}")
@@ -141,38 +151,38 @@ class ParserGen:
         if vbits is not None:
             nbytes = em.fresh("nbytes")
             nbits = em.fresh("vbits")
-            em.line(f"{nbits} = {self.ex(vbits, env)}")
+            em.line(f"{nbits} = {self.ctx.expr.ex(vbits, env)}")
             em.line(f"if {nbits} % 8:")
             with em.indent():
-                em.line(f"raise _ParserError({self.error_code('ParserInvalidArgument')})")
+                em.line(f"raise _ParserError({self.ctx.program.error_code('ParserInvalidArgument')})")
             em.line(f"{nbytes} = {t.fixed_width // 8} + ({nbits} >> 3)")
         else:
             nbytes = t.width // 8
-        too_short = self.error_code("PacketTooShort")
+        too_short = self.ctx.program.error_code("PacketTooShort")
         nxt = _next_member(target)
         if nxt is not None:  # extract into stack.next (or a union member of it)
-            st = self.em.fresh("stack")
-            em.line(f"{st} = {self.ex(nxt.expr, env)}")
+            st = self.ctx.em.fresh("stack")
+            em.line(f"{st} = {self.ctx.expr.ex(nxt.expr, env)}")
             em.line(f"if {st}.next_index >= {nxt.expr.type.size}:")
             with em.indent():
-                em.line(f"raise _ParserError({self.error_code('StackOutOfBounds')})")
-            self.pre[id(nxt)] = f"{st}.items[{st}.next_index]"
+                em.line(f"raise _ParserError({self.ctx.program.error_code('StackOutOfBounds')})")
+            self.ctx.pre[id(nxt)] = f"{st}.items[{st}.next_index]"
         h = em.fresh("h")
-        em.line(f"{h} = {self.ex(target, env)}")
+        em.line(f"{h} = {self.ctx.expr.ex(target, env)}")
         em.line(f"if _off + {nbytes} > _n:")
         with em.indent():
             em.line(f"raise _ParserError({too_short})")
         if vbits is not None:
             em.line(f"if {nbytes} > {(t.fixed_width + t.field_type(t.varbit).max_width) // 8}:")
             with em.indent():
-                em.line(f"raise _ParserError({self.error_code('HeaderTooShort')})")
+                em.line(f"raise _ParserError({self.ctx.program.error_code('HeaderTooShort')})")
             em.line(f"{h}._extract(_data, _off, {nbits})")
         else:
             em.line(f"{h}._extract(_data, _off)")
         em.line(f"_off += {nbytes}")
-        self.invalidate_union_siblings(target, env)
+        self.ctx.call.invalidate_union_siblings(target, env)
         if nxt is not None:
-            del self.pre[id(nxt)]
+            del self.ctx.pre[id(nxt)]
             em.line(f"{st}.next_index += 1")
 
     def parser_lookahead(self, c: A.Call, env: Env) -> str:
@@ -186,10 +196,10 @@ class ParserGen:
             raise Unsupported(c.pos, f"lookahead of {t}")
         nbytes = (width + 7) // 8
         pad = nbytes * 8 - width
-        em = self.em
+        em = self.ctx.em
         em.line(f"if _off + {nbytes} > _n:")
         with em.indent():
-            em.line(f"raise _ParserError({self.error_code('PacketTooShort')})")
+            em.line(f"raise _ParserError({self.ctx.program.error_code('PacketTooShort')})")
         raw = f"int.from_bytes(_data[_off:_off + {nbytes}], 'big')"
         if pad:
             raw = f"({raw} >> {pad})"
@@ -209,7 +219,7 @@ class ParserGen:
         """Assign the fields of target (a header, struct or stack value) from the bits of
         `bits` ending at bit `end` (exclusive, counted from the LSB); returns the new end.
         Headers come out valid, as a lookahead makes them."""
-        em = self.em
+        em = self.ctx.em
         if isinstance(t, StackType):
             for i in range(t.size):
                 end = self._fill_from_bits(f"{target}.items[{i}]", t.elem, bits, end)
@@ -231,16 +241,16 @@ class ParserGen:
         return end
 
     def parser_advance(self, amount: A.Expr, env: Env) -> None:
-        em = self.em
+        em = self.ctx.em
         v = em.fresh("adv")
-        em.line(f"{v} = {self.ex(amount, env)}")
+        em.line(f"{v} = {self.ctx.expr.ex(amount, env)}")
         em.line(f"if {v} % 8:")  # BMv2 advances by whole bytes only
         with em.indent():
-            em.line(f"raise _ParserError({self.error_code('ParserInvalidArgument')})")
+            em.line(f"raise _ParserError({self.ctx.program.error_code('ParserInvalidArgument')})")
         nbytes = f"({v} >> 3)"
         em.line(f"if _off + {nbytes} > _n:")
         with em.indent():
-            em.line(f"raise _ParserError({self.error_code('PacketTooShort')})")
+            em.line(f"raise _ParserError({self.ctx.program.error_code('PacketTooShort')})")
         em.line(f"_off += {nbytes}")
 
     def inline_subparser(self, c: A.Call, env: Env) -> None:
@@ -248,16 +258,16 @@ class ParserGen:
         if not isinstance(isym, InstanceSym) or not isinstance(isym.type.decl, A.ParserDecl):
             raise Unsupported(c.pos, "applying a parser passed as a constructor argument")
         decl = isym.type.decl
-        inst = self.sub_instance(isym, env)
+        inst = self.ctx.program.sub_instance(isym, env)
         if not _redundant(decl):  # p4c drops the call (and the instance) of a redundant parser
-            self.declare_externs(decl, inst.prefix)
+            self.ctx.listed.declare_externs(decl, inst.prefix)
         inner = Env(env, None, inst)
-        copyouts = self.bind_params(c.bound, env, inner, by_ref_ok=True)
-        done = self.em.fresh("sub_done")
-        self.em.line(f"{done} = False")
+        copyouts = self.ctx.call.bind_params(c.bound, env, inner, by_ref_ok=True)
+        done = self.ctx.em.fresh("sub_done")
+        self.ctx.em.line(f"{done} = False")
         self.gen_parser_states(decl, inner, "break")
         for line in copyouts:
-            self.em.line(line)
+            self.ctx.em.line(line)
 
 
 def _redundant(decl: A.ParserDecl) -> bool:

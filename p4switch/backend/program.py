@@ -8,12 +8,14 @@ and the factories of the header/metadata structs. Everything else happens in eng
 from __future__ import annotations
 
 from .. import cpmodel as cp
+from ..externs import EXTERNS
 from ..frontend import ast as A
 from ..frontend.check import ProgramInfo
 from ..frontend.diagnostics import Reporter
 from ..frontend.symbols import InstanceSym
-from ..frontend.types import Bits, EnumType, ExternType, StructType, bit_width
+from ..frontend.types import EnumType, ExternType, StructType, bit_width
 from .calls import CallGen
+from .context import GenContext
 from .emitter import Emitter
 from .env import Env, Frame, Instance
 from .expr import ExprGen, Unsupported, literal
@@ -28,62 +30,40 @@ from .tables import TableGen
 PRELUDE = """\
 from p4switch.backend.rt import (HeaderStack, ParserError as _ParserError,
     AssertFailed as _AssertFailed, signed as _signed, shl as _shl, shl_signed as _shl_signed,
-    div as _div, mod as _mod, pack_bits as _pack_bits, rand as _rand, format_log as _format_log,
+    div as _div, mod as _mod, rand as _rand, format_log as _format_log,
     csum16 as _csum16, pack_int as _pack_int)
 from p4switch.runtime.hashing import ALGORITHMS as _ALGORITHMS
 from p4switch.cpmodel import ActionCall as _ActionCall
 """
 
-_COUNTER_UNITS = ("packets", "bytes", "packets_and_bytes")
-_METER_UNITS = ("packets", "bytes")
+class ProgramGen:
+    """The program's stages, functions, control and extern instances, and its model."""
 
+    def __init__(self, ctx: GenContext) -> None:
+        self.ctx = ctx
 
-class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen, ListedGen):
-    def __init__(self, info: ProgramInfo, program: str, reporter: Reporter):
-        self.info = info
-        self.reporter = reporter
-        self.global_scope = info.global_scope
-        self.model = ModelBuilder(program)
-        self.em = Emitter()
-        self.bindings: dict[str, str] = {}  # expr -> closure variable
-        self.tables: dict = {}
-        self.profile_tables: dict[str, list[str]] = {}
-        self.direct_owner: dict[int, str] = {}
-        self.meter_colors: dict[int, str] = {}
-        self.digest_types: dict[str, StructType] = {}
-        self.prefixes: dict[int, str] = {}
-        self.functions: dict[int, str] = {}
-        self.pending_functions: list = []
-        self.instances: dict[str, dict] = {}
-        self.pre: dict[int, str] = {}  # expressions already computed into a temp
-        self.action_depth = 0  # > 0 while generating an action's body
-        self.in_parser = False
-        self.instance_paths: dict[str, Instance] = {}  # prefix -> instance (for order keys)
-        self.enums_used: dict[str, EnumType] = {}  # serializable enums the model refers to
-        self.init_listed()
-
-    # ---- helpers used by the mixins -----------------------------------------------------
+    # ---- helpers the other generators use ----------------------------------------------
     def closure(self, expr: str, hint: str) -> str:
-        var = self.bindings.get(expr)
+        var = self.ctx.bindings.get(expr)
         if var is None:
-            var = f"_{hint}{len(self.bindings)}"
-            self.bindings[expr] = var
+            var = f"_{hint}{len(self.ctx.bindings)}"
+            self.ctx.bindings[expr] = var
         return var
 
     def error_code(self, name: str) -> int:
-        return self.info.errors.index(name)
+        return self.ctx.info.errors.index(name)
 
     def fq_name(self, decl, owner) -> str:
-        prefix = self.prefixes.get(id(owner)) if owner is not None else None
+        prefix = self.ctx.prefixes.get(id(owner)) if owner is not None else None
         return local_name(decl, prefix)
 
     def function_name(self, decl: A.FunctionDecl) -> str:
-        self.note_function_call(decl)
-        name = self.functions.get(id(decl))
+        self.ctx.listed.note_function_call(decl)
+        name = self.ctx.functions.get(id(decl))
         if name is None:
-            name = f"_fn_{decl.name}_{len(self.functions)}"
-            self.functions[id(decl)] = name
-            self.pending_functions.append((decl, name))
+            name = f"_fn_{decl.name}_{len(self.ctx.functions)}"
+            self.ctx.functions[id(decl)] = name
+            self.ctx.pending_functions.append((decl, name))
         return name
 
     def sub_instance(self, isym: InstanceSym, env: Env) -> Instance:
@@ -92,28 +72,28 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen, ListedG
         if path[-1] == -1:  # a direct invocation: p4c appends its instance to the locals
             path = (*path[:-1], len(getattr(outer.decl, "locals", [])))
         inst = Instance(isym.type.decl, local_name(isym.decl, outer.prefix), "", path)
-        self.instance_paths[inst.prefix] = inst
+        self.ctx.instance_paths[inst.prefix] = inst
         return inst
 
     def instance_setup(self, inst: Instance, env: Env) -> None:
         """Bind a control instance's constructor parameters and locals in env."""
         decl = inst.decl
-        self.prefixes[id(decl)] = inst.prefix
+        self.ctx.prefixes[id(decl)] = inst.prefix
         for loc in decl.locals:
             if isinstance(loc, A.VarDecl):
-                self.stmt(loc, env)
-        self.declare_externs(decl, inst.prefix)  # p4c lists them, used or not
+                self.ctx.stmt.stmt(loc, env)
+        self.ctx.listed.declare_externs(decl, inst.prefix)  # p4c lists them, used or not
 
     def global_instance(self, sym: InstanceSym) -> str | None:
         """An extern instantiated at the top level (shared by all controls), named as is."""
-        if self.global_scope.names.get(sym.name) is not sym:
+        if self.ctx.global_scope.names.get(sym.name) is not sym:
             return None
         return self.extern_instance(sym, None)
 
     def instance_name(self, sym: InstanceSym, prefix: str | None,
                       key: tuple | None = None) -> str:
         """Register an extern instance a table refers to; returns its control-plane name."""
-        if self.global_scope.names.get(sym.name) is sym:
+        if self.ctx.global_scope.names.get(sym.name) is sym:
             prefix = None
         self.extern_instance(sym, prefix, key)
         return local_name(sym.decl, prefix)
@@ -123,44 +103,20 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen, ListedG
         """Model entry and closure variable of an extern instance (None for direct ones);
         `key` orders it in the model (default: where it is declared)."""
         loc = sym.decl
-        owner = self.instance_paths.get(prefix) if prefix is not None else None
+        owner = self.ctx.instance_paths.get(prefix) if prefix is not None else None
         if key is None:
             key = owner.position(loc) if owner is not None else (-1,)
         name = local_name(loc, prefix)
         kind = sym.type.decl.name
-        known = self.instances.setdefault(name, {})
+        known = self.ctx.instances.setdefault(name, {})
         if "var" in known:
             return known["var"]
         args = [a.const for a in sym.ctor_args]
         annos = [a for a in loc.annotations if a.name not in ("name", "id")]
         eid = explicit_id(loc.annotations)
         var = None
-        if kind == "counter":
-            self.model.add("counters", cp.Counter(name, annos, eid, _COUNTER_UNITS[args[1]],
-                                                  args[0]), key)
-            var = self.closure(f"_counters[{name!r}]", "C")
-        elif kind == "direct_counter":
-            self.model.add("counters", cp.Counter(name, annos, eid, _COUNTER_UNITS[args[0]], 0,
-                                                  self.direct_owner.get(id(sym))), key)
-        elif kind == "meter":
-            self.model.add("meters", cp.Meter(name, annos, eid, _METER_UNITS[args[1]], args[0]),
-                           key)
-            var = self.closure(f"_meters[{name!r}]", "M")
-        elif kind == "direct_meter":
-            self.model.add("meters", cp.Meter(name, annos, eid, _METER_UNITS[args[0]], 0,
-                                              self.direct_owner.get(id(sym))), key)
-        elif kind == "register":
-            et = sym.type.targs.get("T")
-            enum = isinstance(et, EnumType) and et.width is not None
-            if not isinstance(et, Bits) and not enum:
-                raise Unsupported(loc.pos, f"register of {et} (BMv2 registers hold bit<W> or "
-                                           "int<W>)")
-            self.model.add("registers", cp.Register(
-                name, annos, eid, bit_width(et), args[0], bool(getattr(et, "signed", False)),
-                et.name if enum else None), key)
-            if enum:
-                self.enums_used[et.name] = et
-            var = self.closure(f"_registers[{name!r}]", "R")
+        if kind in EXTERNS:
+            var = EXTERNS[kind].declare(self.ctx, sym, name, annos, eid, args, key)
         elif kind in ("action_profile", "action_selector"):
             sel = kind == "action_selector"
             size = args[1] if sel else args[0]
@@ -169,7 +125,7 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen, ListedG
                 algo_t = sym.ctor_args[0].type
                 prof.selector_algorithm = algo_t.members[args[0]]
                 prof.selector_output_width = args[2]
-            self.model.add("action_profiles", prof, key)
+            self.ctx.model.add("action_profiles", prof, key)
         else:
             raise Unsupported(loc.pos, f"extern {kind}")
         known["var"] = var
@@ -178,12 +134,12 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen, ListedG
 
     # ---- stages --------------------------------------------------------------------------
     def gen_stage(self, role: str, decl, ctor_args: list) -> None:
-        em = self.em
+        em = self.ctx.em
         is_parser = isinstance(decl, A.ParserDecl)
         stage = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum",
                  "deparser").index(role)
         inst = Instance(decl, decl.name, role, (stage,))  # p4c names top-level blocks by type
-        self.instance_paths[inst.prefix] = inst
+        self.ctx.instance_paths[inst.prefix] = inst
         env = Env(None, Frame(ret="return"), inst)
         py_params = self._bind_block_params(decl, env)
         for p, v in zip(decl.ctor_params, ctor_args, strict=False):
@@ -195,13 +151,13 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen, ListedG
                 em.line("_n = len(_data)")
                 em.line("try:")
                 with em.indent():
-                    self.prefixes[id(decl)] = inst.prefix
-                    self.declare_externs(decl, inst.prefix)
-                    self.in_parser = True
+                    self.ctx.prefixes[id(decl)] = inst.prefix
+                    self.ctx.listed.declare_externs(decl, inst.prefix)
+                    self.ctx.in_parser = True
                     try:
-                        self.gen_parser_states(decl, env, "return _off")
+                        self.ctx.parser.gen_parser_states(decl, env, "return _off")
                     finally:
-                        self.in_parser = False
+                        self.ctx.in_parser = False
                 em.line("except _ParserError:")
                 with em.indent():
                     em.line("ctx.parser_offset = _off")
@@ -210,7 +166,7 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen, ListedG
             em.line(f"def {role}(ctx, {', '.join(py_params)}, _sm):")
             with em.indent():
                 self.instance_setup(inst, env)
-                self.block(decl.body.stmts, env)
+                self.ctx.stmt.block(decl.body.stmts, env)
         em.line("")
 
     def _bind_block_params(self, decl, env: Env) -> list[str]:
@@ -231,9 +187,9 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen, ListedG
         return names
 
     def gen_functions(self) -> None:
-        em = self.em
-        while self.pending_functions:
-            decl, name = self.pending_functions.pop()
+        em = self.ctx.em
+        while self.ctx.pending_functions:
+            decl, name = self.ctx.pending_functions.pop()
             env = Env(None, Frame(ret="return"), Instance(decl, None))
             params = []
             outs = []
@@ -244,7 +200,7 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen, ListedG
                 if p.direction in ("out", "inout"):
                     outs.append(v)
             em.line(f"def {name}(ctx, _sm, {', '.join(params)}):")
-            self.current_function = id(decl)
+            self.ctx.current_function = id(decl)
             with em.indent():
                 if outs:
                     rv = em.fresh("ret")
@@ -253,56 +209,56 @@ class CodeGen(ExprGen, StmtGen, CallGen, TableGen, ExternGen, ParserGen, ListedG
                     env.frame.ret_var = rv
                     em.line("while True:")
                     with em.indent():
-                        self.block(decl.body.stmts, env)
+                        self.ctx.stmt.block(decl.body.stmts, env)
                         em.line("break")
                     em.line(f"return ({rv}, {''.join(o + ', ' for o in outs)})")
                 else:
-                    self.block(decl.body.stmts, env)
-            self.current_function = None
+                    self.ctx.stmt.block(decl.body.stmts, env)
+            self.ctx.current_function = None
             em.line("")
 
     def _note_enums(self, t) -> None:
         """Remember the serializable enums used inside a type (P4Info's type_info)."""
         if isinstance(t, EnumType) and t.width is not None:
-            self.enums_used[t.name] = t
+            self.ctx.enums_used[t.name] = t
         elif isinstance(t, StructType):
             for _, ft in t.fields:
                 self._note_enums(ft)
 
     def finish_model(self) -> cp.ControlPlaneModel:
-        m = self.model.model
-        m.package_annotations = list(self.info.main_annotations)
-        m.calls_extern_functions = self.controls_call_extern_functions()
+        m = self.ctx.model.model
+        m.package_annotations = list(self.ctx.info.main_annotations)
+        m.calls_extern_functions = self.ctx.listed.controls_call_extern_functions()
         for c in m.counters:
-            for info in self.tables.values():
+            for info in self.ctx.table_infos.values():
                 if info.model.direct_counter == c.name:
                     c.direct_table = info.name
         for mt in m.meters:
-            for info in self.tables.values():
+            for info in self.ctx.table_infos.values():
                 if info.model.direct_meter == mt.name:
                     mt.direct_table = info.name
         for p in m.action_profiles:
-            p.table_names = self.profile_tables.get(p.name, [])
-        m.unattached_direct = self.unattached_direct(m)
-        for name, t in self.digest_types.items():
+            p.table_names = self.ctx.profile_tables.get(p.name, [])
+        m.unattached_direct = self.ctx.listed.unattached_direct(m)
+        for name, t in self.ctx.digest_types.items():
             try:
                 fields = [cp.StructField(n, bit_width(ft)) for n, ft in t.fields]
             except TypeError as e:
                 raise Unsupported(None, f"digest {name}: {e}") from None
             m.digests.append(cp.Digest(name, fields=fields))
-        for t in self.info.structs:
+        for t in self.ctx.info.structs:
             ch = A.annotation_string(t.annotations, "controller_header")
             if ch is not None:
                 m.controller_headers.append(cp.ControllerHeader(
                     ch, list(t.annotations), None,
                     [cp.StructField(n, w) for n, w in _flat_fields("", t)], t.name))
-        for t in [*self.digest_types.values(),
-                  *(t for t in self.info.structs if A.annotation(t.annotations,
+        for t in [*self.ctx.digest_types.values(),
+                  *(t for t in self.ctx.info.structs if A.annotation(t.annotations,
                                                                   "controller_header"))]:
             self._note_enums(t)
         m.serializable_enums = [
             cp.SerializableEnum(e.name, e.width, [(n, e.values[n]) for n in e.members])
-            for e in self.enums_used.values()]
+            for e in self.ctx.enums_used.values()]
         return m
 
 
@@ -317,14 +273,24 @@ def _flat_fields(prefix: str, t: StructType) -> list[tuple[str, int]]:
     return out
 
 
+def new_context(info: ProgramInfo, program: str, reporter: Reporter) -> GenContext:
+    """A context with its generators."""
+    ctx = GenContext(info, reporter, ModelBuilder(program))
+    ctx.expr, ctx.stmt, ctx.call = ExprGen(ctx), StmtGen(ctx), CallGen(ctx)
+    ctx.table, ctx.extern, ctx.parser = TableGen(ctx), ExternGen(ctx), ParserGen(ctx)
+    ctx.listed, ctx.program = ListedGen(ctx), ProgramGen(ctx)
+    return ctx
+
+
 def generate(info: ProgramInfo, program: str, reporter: Reporter):
     """Returns (python source, ControlPlaneModel, field lists) or reports errors."""
-    gen = CodeGen(info, program, reporter)
+    ctx = new_context(info, program, reporter)
+    gen = ctx.program
     body = Emitter()
     try:
-        gen.em = body
+        ctx.em = body
         body.level = 1
-        gen.declare_global_externs()
+        ctx.listed.declare_global_externs()
         for role in ("parser", "verify_checksum", "ingress", "egress", "compute_checksum",
                      "deparser"):
             decl = info.blocks.get(role)
@@ -333,7 +299,7 @@ def generate(info: ProgramInfo, program: str, reporter: Reporter):
             gen.gen_stage(role, decl, info.block_args.get(role, []))
         gen.gen_functions()
         model = gen.finish_model()
-        gen.model.sort()
+        ctx.model.sort()
     except Unsupported as e:
         reporter.unsupported(e.pos, e.what)
         return None
@@ -354,7 +320,7 @@ def generate(info: ProgramInfo, program: str, reporter: Reporter):
         out.line("_DROP = _config.drop_port")
         out.line("_LOG = _config.log")
         out.line("_now = _config.now_us")
-        for expr, var in gen.bindings.items():
+        for expr, var in ctx.bindings.items():
             out.line(f"{var} = {expr}")
     out.lines.extend(body.lines)
     with out.indent():

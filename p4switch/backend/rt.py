@@ -120,16 +120,6 @@ def mod(a: int, b: int) -> int:
     return a % b if b else 0
 
 
-def pack_bits(fields: list[tuple[int, int]]) -> bytes:
-    acc = 0
-    nbits = 0
-    for value, width in fields:
-        acc = (acc << width) | (value & ((1 << width) - 1))
-        nbits += width
-    pad = -nbits % 8
-    return (acc << pad).to_bytes((nbits + pad) // 8, "big")
-
-
 def csum16(data: bytes) -> int:
     """RFC 1071 checksum (same result as runtime.hashing.csum16), summing in C: the ones'
     complement sum is byte-order independent, so native 16-bit words are summed and the

@@ -1,7 +1,9 @@
-"""Statements (a mixin of the code generator): assignments, if, switch, exit, return, and
+"""Statements (a generator over the shared `GenContext`): assignments, if, switch, exit, return, and
 the hoisting that keeps P4's evaluation order when expressions have side effects."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from ..frontend import ast as A
 from ..frontend.types import ActionRunType, StructType
@@ -9,17 +11,25 @@ from .env import Env
 from .expr import Unsupported
 from .structs import is_aggregate, zero_value
 
+if TYPE_CHECKING:
+    from .context import GenContext
+
 
 class StmtGen:
+    """Statements."""
+
+    def __init__(self, ctx: GenContext) -> None:
+        self.ctx = ctx
+
     def block(self, stmts: list[A.Stmt], env: Env) -> None:
         for s in stmts:
             self.stmt(s, env)
 
     def stmt(self, s: A.Stmt, env: Env) -> None:
-        before = set(self.pre)
+        before = set(self.ctx.pre)
         getattr(self, "_g_" + type(s).__name__)(s, env)
-        for key in set(self.pre) - before:
-            del self.pre[key]
+        for key in set(self.ctx.pre) - before:
+            del self.ctx.pre[key]
 
     def _g_Empty(self, s, env) -> None:
         pass
@@ -31,23 +41,23 @@ class StmtGen:
         self.block(s.stmts, Env(env))
 
     def _g_VarDecl(self, s: A.VarDecl, env: Env) -> None:
-        name = self.em.fresh(s.name)
+        name = self.ctx.em.fresh(s.name)
         env.bind(s.sym, name)
         t = s.sym.type
         if s.init is None:
-            self.em.line(f"{name} = {zero_value(t)}")
+            self.ctx.em.line(f"{name} = {zero_value(t)}")
             return
         self.hoist(s.init, env)
-        value = self.ex(s.init, env)
+        value = self.ctx.expr.ex(s.init, env)
         if is_aggregate(t) and not isinstance(s.init, (A.ListExpr, A.StructInit)):
             value += "._copy()"
-        self.em.line(f"{name} = {value}")
+        self.ctx.em.line(f"{name} = {value}")
 
     def _g_Assign(self, s: A.Assign, env: Env) -> None:
         if has_side_effects(s.rhs) or getattr(s, "compound", False):
             self.pin_lvalue(s.lhs, env)
         self.hoist(s.rhs, env)
-        self.assign(s.lhs, self.ex(s.rhs, env), env)
+        self.assign(s.lhs, self.ctx.expr.ex(s.rhs, env), env)
 
     def pin_lvalue(self, e: A.Expr, env: Env) -> None:
         """Evaluate the run-time indexes of an lvalue now (P4 evaluates left to right)."""
@@ -57,19 +67,19 @@ class StmtGen:
             e = e.expr
 
     def pin(self, e: A.Expr, env: Env) -> None:
-        if e.const is not None or id(e) in self.pre:
+        if e.const is not None or id(e) in self.ctx.pre:
             return
         self.hoist(e, env)
-        v = self.em.fresh("v")
-        self.em.line(f"{v} = {self.ex(e, env)}")
-        self.pre[id(e)] = v
+        v = self.ctx.em.fresh("v")
+        self.ctx.em.line(f"{v} = {self.ctx.expr.ex(e, env)}")
+        self.ctx.pre[id(e)] = v
 
     def assign(self, lhs: A.Expr, value: str, env: Env) -> None:
         t = lhs.type
         if isinstance(lhs, A.Slice):
             hi, lo = lhs.hi.const, lhs.lo.const
             m = (1 << (hi - lo + 1)) - 1
-            base = self.ex(lhs.expr, env)
+            base = self.ctx.expr.ex(lhs.expr, env)
             bt = lhs.expr.type
             new = f"(({base} & {hex(~(m << lo) & bt.mask)}) | (({value} & {hex(m)}) << {lo}))"
             if bt.signed:
@@ -77,47 +87,47 @@ class StmtGen:
                       f"{bt.width})"
             self.assign(lhs.expr, new, env)
             return
-        saved = self.pre.pop(id(lhs), None)  # the target itself, never its pinned value
-        target = self.ex(lhs, env)
+        saved = self.ctx.pre.pop(id(lhs), None)  # the target itself, never its pinned value
+        target = self.ctx.expr.ex(lhs, env)
         if saved is not None:
-            self.pre[id(lhs)] = saved
+            self.ctx.pre[id(lhs)] = saved
         if is_aggregate(t):
-            self.em.line(f"{target}._assign({value})")
+            self.ctx.em.line(f"{target}._assign({value})")
             if union_member(lhs):
-                self.em.line(f"if {target}._valid:")
-                with self.em.indent():
-                    self.invalidate_union_siblings(lhs, env)
+                self.ctx.em.line(f"if {target}._valid:")
+                with self.ctx.em.indent():
+                    self.ctx.call.invalidate_union_siblings(lhs, env)
         else:
-            self.em.line(f"{target} = {value}")
+            self.ctx.em.line(f"{target} = {value}")
 
     def _g_If(self, s: A.If, env: Env) -> None:
         if isinstance(s.cond.const, bool):  # a constant condition: only the branch taken
             taken = s.then if s.cond.const else s.other
             if taken is not None:
-                self.em.line("if True:")
-                with self.em.indent():
+                self.ctx.em.line("if True:")
+                with self.ctx.em.indent():
                     self.stmt(taken, Env(env))
             return
         self.hoist(s.cond, env)
-        self.em.line(f"if {self.ex(s.cond, env)}:")
-        with self.em.indent():
+        self.ctx.em.line(f"if {self.ctx.expr.ex(s.cond, env)}:")
+        with self.ctx.em.indent():
             self.stmt(s.then, Env(env))
         if s.other is not None:
-            self.em.line("else:")
-            with self.em.indent():
+            self.ctx.em.line("else:")
+            with self.ctx.em.indent():
                 self.stmt(s.other, Env(env))
 
     def _g_For(self, s: A.For, env: Env) -> None:
         inner = Env(env)
         for init in s.init:
             self.stmt(init, inner)
-        self.em.line("while True:")
-        with self.em.indent():
+        self.ctx.em.line("while True:")
+        with self.ctx.em.indent():
             if s.cond is not None:
                 self.hoist(s.cond, inner)
-                self.em.line(f"if not {self.ex(s.cond, inner)}:")
-                with self.em.indent():
-                    self.em.line("break")
+                self.ctx.em.line(f"if not {self.ctx.expr.ex(s.cond, inner)}:")
+                with self.ctx.em.indent():
+                    self.ctx.em.line("break")
             env.frame.loops.append((s.update, inner))
             try:
                 self.stmt(s.body, Env(inner))
@@ -126,18 +136,18 @@ class StmtGen:
             self.block(s.update, inner)
 
     def _g_Break(self, s: A.Break, env: Env) -> None:
-        self.em.line("break")
+        self.ctx.em.line("break")
 
     def _g_Continue(self, s: A.Continue, env: Env) -> None:
         update, inner = env.frame.loops[-1]
         self.block(update, inner)  # a P4 continue still runs the loop's update
-        self.em.line("continue")
+        self.ctx.em.line("continue")
 
     def _g_Exit(self, s: A.Exit, env: Env) -> None:
         for frame in env.frames():
             for line in frame.copyouts:
-                self.em.line(line)
-        self.em.line("return")
+                self.ctx.em.line(line)
+        self.ctx.em.line("return")
 
     def _g_Return(self, s: A.Return, env: Env) -> None:
         frame = env.frame
@@ -145,25 +155,25 @@ class StmtGen:
             raise Unsupported(s.pos, "return inside a for loop of an inlined action or control")
         if s.expr is not None:
             self.hoist(s.expr, env)
-            value = self.ex(s.expr, env)
+            value = self.ctx.expr.ex(s.expr, env)
             if is_aggregate(s.expr.type):
                 value += "._copy()"
             if frame.ret == "return":
-                self.em.line(f"return {value}")
+                self.ctx.em.line(f"return {value}")
                 return
-            self.em.line(f"{frame.ret_var} = {value}")
-        self.em.line("return" if frame.ret == "return" else "break")
+            self.ctx.em.line(f"{frame.ret_var} = {value}")
+        self.ctx.em.line("return" if frame.ret == "return" else "break")
 
     def _g_Switch(self, s: A.Switch, env: Env) -> None:
         self.hoist(s.expr, env)
         if isinstance(s.expr.type, ActionRunType):
-            subject = self.ex(s.expr, env)
+            subject = self.ctx.expr.ex(s.expr, env)
             labels = [None if c.label is None else
-                      repr(self.action_name(c.label.ref)) for c in s.cases]
+                      repr(self.ctx.call.action_name(c.label.ref)) for c in s.cases]
         else:
-            subject = self.em.fresh("sw")
-            self.em.line(f"{subject} = {self.ex(s.expr, env)}")
-            labels = [None if c.label is None else self.ex(c.label, env) for c in s.cases]
+            subject = self.ctx.em.fresh("sw")
+            self.ctx.em.line(f"{subject} = {self.ctx.expr.ex(s.expr, env)}")
+            labels = [None if c.label is None else self.ctx.expr.ex(c.label, env) for c in s.cases]
         pending: list[str] = []
         first = True
         for c, label in zip(s.cases, labels, strict=False):
@@ -172,34 +182,34 @@ class StmtGen:
             if c.body is None and label is not None:
                 continue
             if label is None:
-                self.em.line("else:" if not first else "if True:")
+                self.ctx.em.line("else:" if not first else "if True:")
             else:
                 cond = " or ".join(f"{subject} == {x}" for x in pending)
-                self.em.line(f"{'if' if first else 'elif'} {cond}:")
+                self.ctx.em.line(f"{'if' if first else 'elif'} {cond}:")
             pending = []
             first = False
-            with self.em.indent():
+            with self.ctx.em.indent():
                 if c.body is not None:
                     self.stmt(c.body, Env(env))
 
     def _g_CallStmt(self, s: A.CallStmt, env: Env) -> None:
-        self.call_stmt(s.call, env)
+        self.ctx.call.call_stmt(s.call, env)
 
     # ---- hoisting table applies out of expressions --------------------------------------
     def hoist(self, e: A.Expr, env: Env) -> None:
         """Emit, ahead of the statement using e, the parts of e with side effects (table
         applies, calls with out arguments), in P4's left-to-right order. A short-circuit or
         ?: operand with side effects becomes an if statement, so it runs only when P4 says."""
-        if e is None or e.const is not None or id(e) in self.pre:
+        if e is None or e.const is not None or id(e) in self.ctx.pre:
             return
         if isinstance(e, A.Call):
             if e.kind == "table_apply":
-                e.hoisted = self.table_apply(e.func.expr.ref.decl, env)
+                e.hoisted = self.ctx.table.table_apply(e.func.expr.ref.decl, env)
                 return
             if e.kind == "function" and any(p.direction in ("out", "inout")
                                             for p in e.func.ref.decl.proto.params):
-                self.hoist_args(e, env)
-                e.hoisted = self.function_call(e, env)
+                self.ctx.call.hoist_args(e, env)
+                e.hoisted = self.ctx.call.function_call(e, env)
                 return
             args = [a.expr for a in e.args if a.expr is not None]
             self.pin_before_effects(args, env)
@@ -209,27 +219,27 @@ class StmtGen:
         if isinstance(e, A.Binary) and e.op in ("&&", "||"):
             self.hoist(e.left, env)
             if has_side_effects(e.right):
-                r = self.em.fresh("c")
-                self.em.line(f"{r} = {self.ex(e.left, env)}")
-                self.em.line(f"if {'' if e.op == '&&' else 'not '}{r}:")
-                with self.em.indent():
+                r = self.ctx.em.fresh("c")
+                self.ctx.em.line(f"{r} = {self.ctx.expr.ex(e.left, env)}")
+                self.ctx.em.line(f"if {'' if e.op == '&&' else 'not '}{r}:")
+                with self.ctx.em.indent():
                     self.hoist(e.right, env)
-                    self.em.line(f"{r} = {self.ex(e.right, env)}")
-                self.pre[id(e)] = r
+                    self.ctx.em.line(f"{r} = {self.ctx.expr.ex(e.right, env)}")
+                self.ctx.pre[id(e)] = r
             return
         if isinstance(e, A.Cond):
             self.hoist(e.cond, env)
             if has_side_effects(e.then) or has_side_effects(e.other):
-                r = self.em.fresh("c")
+                r = self.ctx.em.fresh("c")
                 copy = "._copy()" if is_aggregate(e.type) else ""
-                self.em.line(f"if {self.ex(e.cond, env)}:")
+                self.ctx.em.line(f"if {self.ctx.expr.ex(e.cond, env)}:")
                 for i, branch in enumerate((e.then, e.other)):
                     if i:
-                        self.em.line("else:")
-                    with self.em.indent():
+                        self.ctx.em.line("else:")
+                    with self.ctx.em.indent():
                         self.hoist(branch, env)
-                        self.em.line(f"{r} = {self.ex(branch, env)}{copy}")
-                self.pre[id(e)] = r
+                        self.ctx.em.line(f"{r} = {self.ctx.expr.ex(branch, env)}{copy}")
+                self.ctx.pre[id(e)] = r
             return
         kids = list(_children(e))
         self.pin_before_effects(kids, env)

@@ -1,6 +1,9 @@
-"""Tables: control-plane model entries and the generated apply code (a mixin)."""
+"""Tables: control-plane model entries and the generated apply code (a generator over the shared
+`GenContext`)."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from .. import cpmodel as cp
 from ..frontend import ast as A
@@ -9,6 +12,9 @@ from ..frontend.types import BoolType, ErrorType, bit_width
 from .env import Env
 from .expr import Unsupported
 from .model import annotations_of, explicit_id, key_name, local_name
+
+if TYPE_CHECKING:
+    from .context import GenContext
 
 
 class TableInfo:
@@ -22,18 +28,23 @@ class TableInfo:
 
 
 class TableGen:
+    """Tables: model entries and apply code."""
+
+    def __init__(self, ctx: GenContext) -> None:
+        self.ctx = ctx
+
     def bind_table(self, decl: A.TableDecl, env: Env) -> TableInfo:
         inst = env.instance
         key = (inst.prefix, id(decl))
-        info = self.tables.get(key)
+        info = self.ctx.table_infos.get(key)
         if info is not None:
             return info
         name = local_name(decl, inst.prefix)
-        var = self.closure(f"_tables[{name!r}]", "T")
+        var = self.ctx.program.closure(f"_tables[{name!r}]", "T")
         m = cp.Table(name, annotations_of(decl.annotations), explicit_id(decl.annotations))
         for k in decl.keys or []:
             t = k.expr.type
-            self._note_enums(t)
+            self.ctx.program._note_enums(t)
             mf = cp.MatchField(key_name(k), annotations_of(k.annotations),
                                explicit_id(k.annotations),
                                key_width(t), k.match_kind)
@@ -41,7 +52,7 @@ class TableGen:
         refs = list(decl.actions)
         default = decl.props.get("default_action")
         if default is None and not any(r.name == "NoAction" for r in refs):
-            noaction = self.global_scope.lookup("NoAction")
+            noaction = self.ctx.global_scope.lookup("NoAction")
             if isinstance(noaction, ActionSym):
                 r = A.ActionRefDecl(decl.pos, "NoAction", None,
                                     [cp.Annotation("defaultonly")])
@@ -50,11 +61,11 @@ class TableGen:
         decl.all_actions = refs
         for r in refs:
             sym = r.sym
-            aname = self.action_name(sym)
-            self.model.action(sym.decl, aname, inst.position(sym.decl))
+            aname = self.ctx.call.action_name(sym)
+            self.ctx.model.action(sym.decl, aname, inst.position(sym.decl))
             for p in sym.decl.params:
                 if not p.direction:
-                    self._note_enums(p.sym.type)
+                    self.ctx.program._note_enums(p.sym.type)
             scope = ("TABLE_ONLY" if A.annotation(r.annotations, "tableonly") else
                      "DEFAULT_ONLY" if A.annotation(r.annotations, "defaultonly") else
                      "TABLE_AND_DEFAULT")
@@ -62,7 +73,7 @@ class TableGen:
         if default is not None:
             call = default.value
             m.default_action = cp.ActionCall(
-                self.action_name(call.func.ref),
+                self.ctx.call.action_name(call.func.ref),
                 tuple(_const_int(a.expr) for a in call.args))
             m.const_default_action = default.const
         else:
@@ -74,29 +85,29 @@ class TableGen:
         info = TableInfo(name, var, m)
         if impl is not None:
             isym = impl.value.ref
-            pname = self.instance_name(isym, inst.prefix, _inline_key(impl, inst, decl))
+            pname = self.ctx.program.instance_name(isym, inst.prefix, _inline_key(impl, inst, decl))
             m.implementation = pname
-            self.profile_tables.setdefault(pname, []).append(name)
-            info.profile_var = self.closure(f"_profiles[{pname!r}]", "P")
+            self.ctx.profile_tables.setdefault(pname, []).append(name)
+            info.profile_var = self.ctx.program.closure(f"_profiles[{pname!r}]", "P")
             info.selector = isym.type.decl.name == "action_selector"
         if decl.props.get("counters") is not None:
             isym = decl.props["counters"].value.ref
-            m.direct_counter = self.instance_name(
+            m.direct_counter = self.ctx.program.instance_name(
                 isym, inst.prefix, _inline_key(decl.props["counters"], inst, decl))
-            self.direct_owner[id(isym)] = name
+            self.ctx.direct_owner[id(isym)] = name
         if decl.props.get("meters") is not None:
             isym = decl.props["meters"].value.ref
-            m.direct_meter = self.instance_name(
+            m.direct_meter = self.ctx.program.instance_name(
                 isym, inst.prefix, _inline_key(decl.props["meters"], inst, decl))
-            self.direct_owner[id(isym)] = name
+            self.ctx.direct_owner[id(isym)] = name
             info.meter_decl = isym
         if decl.entries is not None:
             m.const_entries = [self.const_entry(decl, e) for e in decl.entries]
             _apply_priorities(decl.entries, m.const_entries)
         idle = decl.props.get("support_timeout")
         m.idle_timeout = bool(idle is not None and idle.value.const)
-        self.model.add("tables", m, inst.position(decl))
-        self.tables[key] = info
+        self.ctx.model.add("tables", m, inst.position(decl))
+        self.ctx.table_infos[key] = info
         return info
 
     def const_entry(self, decl: A.TableDecl, e: A.EntryDecl) -> cp.ConstEntry:
@@ -106,18 +117,18 @@ class TableGen:
             w = key_width(k.expr.type)
             fms.append(_field_match(k.match_kind, ks, w))
         ref = next(r for r in decl.all_actions if r.name == e.action)
-        call = cp.ActionCall(self.action_name(ref.sym), tuple(_const_int(a.expr) for a in e.args))
+        call = cp.ActionCall(self.ctx.call.action_name(ref.sym), tuple(_const_int(a.expr) for a in e.args))
         return cp.ConstEntry(fms, call)
 
     # ---- apply ---------------------------------------------------------------------------
     def table_apply(self, decl: A.TableDecl, env: Env) -> tuple[str, str]:
         """Emit a table apply; returns the names of the hit flag and the action-name local."""
         info = self.bind_table(decl, env)
-        em = self.em
+        em = self.ctx.em
         hit, entry, act, name = em.fresh("hit"), em.fresh("e"), em.fresh("a"), em.fresh("n")
         keys = [k for k in decl.keys or [] if k.match_kind != "selector"]
         for k in decl.keys or []:
-            self.hoist(k.expr, env)
+            self.ctx.stmt.hoist(k.expr, env)
         color = em.fresh("color") if info.meter_decl is not None else None
         # BMv2 has no default action for a table with an action profile or selector: p4c-bm2-ss
         # drops `default_action` ("Target does not support default_action ... due to action
@@ -156,7 +167,7 @@ class TableGen:
     def _dispatch(self, decl: A.TableDecl, info: TableInfo, env: Env, hit: str, act: str,
                   name: str, color: str | None) -> None:
         """Resolve an action profile reference, then run the chosen action."""
-        em = self.em
+        em = self.ctx.em
         if info.profile_var:
             em.line(f"if {act} is not None and {act}.__class__ is not _ActionCall:")
             with em.indent():
@@ -173,22 +184,22 @@ class TableGen:
             em.line(f"_LOG({label} + ('hit' if {hit} else 'miss') + ', action ' + str({name}))")
         first = True
         for r in decl.all_actions:
-            aname = self.action_name(r.sym)
+            aname = self.ctx.call.action_name(r.sym)
             em.line(f"{'if' if first else 'elif'} {name} == {aname!r}:")
             first = False
             with em.indent():
                 if color:
-                    self.meter_colors[id(info.meter_decl)] = color
-                self.inline_action(r.sym, getattr(r, "bound", []), env,
+                    self.ctx.meter_colors[id(info.meter_decl)] = color
+                self.ctx.call.inline_action(r.sym, getattr(r, "bound", []), env,
                                    data_args=f"{act}.args")
 
     def _key_value(self, e: A.Expr, env: Env) -> str:
-        v = self.ex(e, env)
+        v = self.ctx.expr.ex(e, env)
         return f"int({v})" if isinstance(e.type, BoolType) else v
 
     def _selector_hash(self, decl: A.TableDecl, info: TableInfo, env: Env) -> str:
         fields = [k.expr for k in decl.keys or [] if k.match_kind == "selector"]
-        lst = self.field_list_pairs(fields, env)
+        lst = self.ctx.extern.field_list_pairs(fields, env)
         return f"{info.profile_var}.selector_hash({lst})"
 
 

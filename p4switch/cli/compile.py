@@ -14,7 +14,7 @@ import traceback
 from pathlib import Path
 
 from p4switch.p4info import build_p4info, p4info_text
-from p4switch.p4info_ids import P4InfoIdError
+from p4switch.p4info.ids import P4InfoIdError
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from p4switch import externs  # (its modules import this package's)
+from p4switch.names import suffix_matches
 from p4switch.runtime.cli_parsing import CliError, parse_int, port_map_str
 from p4switch.runtime.cli_profiles import ProfileCommands
 from p4switch.runtime.cli_tables import TableCommands
 from p4switch.runtime.errors import RuntimeApiError
-from p4switch.runtime.meters import MeterCell, MeterConfig
 from p4switch.runtime.state import RuntimeState
 
 # BMv2 CLI commands this interpreter knows but does not implement, and why
@@ -109,8 +110,8 @@ class RuntimeCli(TableCommands, ProfileCommands):
         actions = {a.name: a for a in self.state.model.actions}
         if name in actions:
             return actions[name]
-        matches = [a for n, a in actions.items() if n.endswith("." + name)]
-        return matches[0] if len(matches) == 1 else None
+        matches = suffix_matches(actions, name)
+        return actions[matches[0]] if len(matches) == 1 else None
 
     # ---- multicast ---------------------------------------------------------------------------
 
@@ -218,163 +219,6 @@ class RuntimeCli(TableCommands, ProfileCommands):
             raise CliError("Invalid mirroring operation (SESSION_NOT_FOUND)")
         self.p(f"MirroringSessionConfig(port={session.egress_port}, mgid={session.mc_group})")
 
-    # ---- counters, registers, meters ---------------------------------------------------------
-
-    def _direct_counter_table(self, name: str):
-        for c in self.state.model.counters:
-            if c.direct_table and (c.name == name or c.name.endswith("." + name)):
-                return self.state.tables[c.direct_table]
-        return None
-
-    def _index(self, text: str) -> int:
-        try:
-            return int(text)
-        except ValueError:
-            raise CliError("Error: Bad format for index") from None
-
-    def do_counter_read(self, args: list[str]) -> None:
-        self.exactly(args, 2)
-        name, index = args[0], self._index(args[1])
-        table = self._direct_counter_table(name)
-        if table is not None:
-            self.p("this is the direct counter for table", table.name)
-            try:
-                packets, nbytes = table.by_handle(index).direct_counter
-            except RuntimeApiError:
-                raise CliError("Invalid table operation (INVALID_HANDLE)") from None
-        else:
-            try:
-                packets, nbytes = self.resolve("counter", name).read(index)
-            except RuntimeApiError:
-                raise CliError("Invalid counter operation (INVALID_INDEX)") from None
-        self.p(f"{name}[{index}]= ({nbytes} bytes, {packets} packets)")
-
-    def do_counter_write(self, args: list[str]) -> None:
-        self.exactly(args, 4)
-        name, index = args[0], self._index(args[1])
-        packets, nbytes = parse_int(args[2], "packets"), parse_int(args[3], "bytes")
-        table = self._direct_counter_table(name)
-        if table is not None:
-            self.p("writing to direct counter for table", table.name)
-            try:
-                table.by_handle(index).direct_counter[:] = [packets, nbytes]
-            except RuntimeApiError:
-                raise CliError("Invalid table operation (INVALID_HANDLE)") from None
-        else:
-            try:
-                self.resolve("counter", name).write(index, packets, nbytes)
-            except RuntimeApiError:
-                raise CliError("Invalid counter operation (INVALID_INDEX)") from None
-        self.p(f"{name}[{index}] has been updated")
-
-    def do_counter_reset(self, args: list[str]) -> None:
-        self.exactly(args, 1)
-        table = self._direct_counter_table(args[0])
-        if table is not None:
-            self.p("this is the direct counter for table", table.name)
-            for entry in table.entries():
-                entry.direct_counter[:] = [0, 0]
-        else:
-            self.resolve("counter", args[0]).reset()
-
-    def do_register_read(self, args: list[str]) -> None:
-        self.at_least(args, 1)
-        register = self.resolve("register", args[0])
-        read = register.read_signed if register.signed else register.read
-        if len(args) == 1:
-            values = (read(i) for i in range(register.size))
-            self.p(f"{args[0]}= " + ", ".join(str(v) for v in values))
-            return
-        self.exactly(args, 2)
-        index = self._index(args[1])
-        try:
-            register.get(index)  # OUT_OF_RANGE check
-            self.p(f"{args[0]}[{index}]=", read(index))
-        except RuntimeApiError:
-            raise CliError("Invalid register operation (INVALID_INDEX)") from None
-
-    def do_register_write(self, args: list[str]) -> None:
-        self.exactly(args, 3)
-        register = self.resolve("register", args[0])
-        index = self._index(args[1])
-        try:
-            value = int(args[2], 0)
-        except ValueError:
-            raise CliError("Error: Bad format for value, must be an integer") from None
-        try:
-            register.set(index, value)
-        except RuntimeApiError:
-            raise CliError("Invalid register operation (INVALID_INDEX)") from None
-
-    def do_register_reset(self, args: list[str]) -> None:
-        self.exactly(args, 1)
-        self.resolve("register", args[0]).reset()
-
-    def _direct_meter_entry(self, name: str, index: int):
-        """(table, entry) when `name` is a direct meter (index = entry handle), else None."""
-        for m in self.state.model.meters:
-            if m.direct_table and (m.name == name or m.name.endswith("." + name)):
-                table = self.state.tables[m.direct_table]
-                try:
-                    return table, table.by_handle(index)
-                except RuntimeApiError:
-                    raise CliError("Invalid table operation (INVALID_HANDLE)") from None
-        return None
-
-    def _meter_cell(self, name: str, index: int) -> MeterCell:
-        direct = self._direct_meter_entry(name, index)
-        if direct is not None:
-            return direct[1].meter or MeterCell("bytes")
-        meter = self.resolve("meter", name)
-        if not 0 <= index < meter.size:
-            raise CliError("Invalid meter operation (INVALID_INDEX)")
-        return meter.cell(index)
-
-    def _rates(self, texts: list[str]) -> list[tuple[float, int]]:
-        if len(texts) != 2:
-            raise CliError(f"Error: Invalid number of rates, expected 2 but got {len(texts)}")
-        rates = []
-        for text in texts:
-            try:
-                r, b = text.split(":")
-                rates.append((float(r), int(b)))
-            except ValueError:
-                raise CliError("Error: Error while parsing rates") from None
-        return rates
-
-    def do_meter_set_rates(self, args: list[str]) -> None:
-        self.at_least(args, 2)
-        index = self._index(args[1])
-        direct = self._direct_meter_entry(args[0], index)
-        cell = None if direct else self._meter_cell(args[0], index)
-        rates = self._rates(args[2:])
-        try:
-            if direct:
-                table, entry = direct
-                table.set_meter_config(entry, MeterConfig.from_cli_rates(rates))
-            else:
-                cell.set_rates(rates)
-        except RuntimeApiError:
-            raise CliError("Invalid meter operation (INVALID_INFO_RATE_VALUE)") from None
-
-    def do_meter_array_set_rates(self, args: list[str]) -> None:
-        self.at_least(args, 1)
-        meter = self.resolve("meter", args[0])
-        rates = self._rates(args[1:])
-        try:
-            for i in range(meter.size):
-                meter.set_rates(i, rates)
-        except RuntimeApiError:
-            raise CliError("Invalid meter operation (INVALID_INFO_RATE_VALUE)") from None
-
-    def do_meter_get_rates(self, args: list[str]) -> None:
-        self.exactly(args, 2)
-        rates = self._meter_cell(args[0], self._index(args[1])).rates()
-        if len(rates) != 2:
-            self.out.append(f"WARNING: expected 2 rates but only received {len(rates)}")
-        for i, (rate, burst) in enumerate(rates):
-            self.p(f"{i}: info rate = {rate}, burst size = {burst}")
-
     # ---- traffic manager and device ----------------------------------------------------------
 
     def _tm(self, method: str):
@@ -409,3 +253,8 @@ class RuntimeCli(TableCommands, ProfileCommands):
     def do_help(self, args: list[str]) -> None:
         self.p("Documented commands:")
         self.p(" ".join(self.commands()))
+
+
+# the stateful externs' commands (counter_read, meter_set_rates, ...), from their modules
+for _name, _command in externs.CLI_COMMANDS.items():
+    setattr(RuntimeCli, "do_" + _name, _command)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from p4switch.cpmodel import ActionCall
+from p4switch.names import suffix_matches
 from p4switch.runtime.cli_parsing import (
     CliError,
     byte_str,
@@ -43,7 +44,7 @@ class TableCommands:
     def _action(self, owner_actions: set[str], owner: str, name: str, what: str = "Table"):
         action = self.resolve_action(name)
         if action is None:  # ambiguous program-wide: a unique suffix among the owner's actions
-            mine = [a for a in owner_actions if a == name or a.endswith("." + name)]
+            mine = suffix_matches(owner_actions, name)
             action = self.state.model.action(mine[0]) if len(mine) == 1 else None
         if action is None or action.name not in owner_actions:
             if what == "Table":

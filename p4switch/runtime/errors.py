@@ -37,6 +37,11 @@ def invalid(message: str) -> RuntimeApiError:
     return RuntimeApiError("INVALID_ARGUMENT", message)
 
 
+def invalid_id(what: str, id_: int) -> RuntimeApiError:
+    """A P4Runtime id that names no `what` (PI's message)."""
+    return invalid(f"Invalid P4 id {id_} ({what})")
+
+
 def not_found(message: str) -> RuntimeApiError:
     return RuntimeApiError("NOT_FOUND", message)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from p4switch.runtime.errors import invalid, out_of_range, unimplemented
+from p4switch.runtime.errors import invalid, unimplemented
 
 GREEN, YELLOW, RED = 0, 1, 2
 
@@ -121,51 +121,3 @@ class MeterCell:
                 return bucket[4]
             bucket[2] -= need
         return GREEN
-
-
-
-class MeterArray:
-    """An indexed `meter` extern."""
-
-    def __init__(self, name: str, size: int, unit: str = "bytes") -> None:
-        self.name = name
-        self.size = size
-        self.unit = unit
-        self._cells = [MeterCell(unit) for _ in range(size)]
-
-    def cell(self, index: int) -> MeterCell:
-        """The meter instance at index (OUT_OF_RANGE if there is none)."""
-        return self._cell(index)
-
-    def _cell(self, index: int) -> MeterCell:
-        if not 0 <= index < self.size:
-            raise out_of_range(f"meter {self.name}: index {index} out of range "
-                               f"(size {self.size})")
-        return self._cells[index]
-
-    def execute(self, index: int, nbytes: int, now_us: int) -> int:
-        """Colour for one packet; an index out of range gives GREEN."""
-        if not 0 <= index < self.size:
-            return GREEN
-        return self._cells[index].execute(nbytes, now_us)
-
-    def set_config(self, index: int, cir: int, cburst: int, pir: int, pburst: int) -> None:
-        """P4Runtime form: rates in units per second."""
-        self._cell(index).set_config(MeterConfig(cir, cburst, pir, pburst))
-
-    def set_rates(self, index: int, rates: list[tuple[float, int]]) -> None:
-        """BMv2 CLI form: [(CIR per µs, CBS), (PIR per µs, PBS)]."""
-        self._cell(index).set_rates(rates)
-
-    def rates(self, index: int) -> list[tuple[float, int]]:
-        return self._cell(index).rates()
-
-    def config(self, index: int) -> MeterConfig | None:
-        return self._cell(index).config
-
-    def reset_config(self, index: int) -> None:
-        self._cell(index).reset()
-
-    def reset(self) -> None:
-        for cell in self._cells:
-            cell.reset()

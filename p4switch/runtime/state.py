@@ -3,22 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+from p4switch import externs  # (its modules import p4switch.runtime's)
 from p4switch.cpmodel import ControlPlaneModel
+from p4switch.names import by_name
 from p4switch.runtime.action_profiles import ActionProfile
-from p4switch.runtime.counters import CounterArray
 from p4switch.runtime.digests import DigestConfig
-from p4switch.runtime.meters import MeterArray
 from p4switch.runtime.pre import PacketReplicationEngine
-from p4switch.runtime.registers import RegisterArray
 from p4switch.runtime.tables import Table
+
+if TYPE_CHECKING:
+    from p4switch.externs.counter import CounterArray
+    from p4switch.externs.meter import MeterArray
+    from p4switch.externs.register import RegisterArray
 
 
 class RuntimeState:
-    """Tables, action profiles, counters, meters, registers, PRE and digests of one device.
+    """Tables, action profiles, stateful externs, PRE and digests of one device.
 
-    `counters` and `meters` hold the indexed (non-direct) externs; direct counters and meters
-    live in the table entries. `port_up(port)` tells whether a port is up (watch ports).
+    `externs[type][name]` holds the state of every extern instance that has its own (made by
+    its `p4switch.externs` module); `counters`, `meters` and `registers` are the v1model ones.
+    Direct counters and meters live in the table entries. `port_up(port)` tells whether a
+    port is up (watch ports).
     """
 
     def __init__(self, model: ControlPlaneModel, *,
@@ -43,12 +50,12 @@ class RuntimeState:
                 raise ValueError(f"table {t.name}: unknown implementation {t.implementation!r}")
             self.tables[t.name] = Table(t, actions, profile,
                                         meter_unit=direct_meter_units.get(t.name, "bytes"))
-        self.counters = {c.name: CounterArray(c.name, c.size, c.unit)
-                         for c in model.counters if not c.direct_table}
-        self.meters = {m.name: MeterArray(m.name, m.size, m.unit)
-                       for m in model.meters if not m.direct_table}
-        self.registers = {r.name: RegisterArray(r.name, r.bitwidth, r.size, r.signed)
-                          for r in model.registers}
+        self.externs: dict[str, dict[str, Any]] = {
+            kind: {obj.name: extern.new_state(obj) for obj in extern.state_objects(model)}
+            for kind, extern in externs.EXTERNS.items() if extern.state_objects is not None}
+        self.counters: dict[str, CounterArray] = self.externs["counter"]
+        self.meters: dict[str, MeterArray] = self.externs["meter"]
+        self.registers: dict[str, RegisterArray] = self.externs["register"]
         self.pre = PacketReplicationEngine()
         self.digests = DigestConfig([d.name for d in model.digests])
         self._install_initial()
@@ -67,39 +74,25 @@ class RuntimeState:
             table.reset()
         for profile in self.action_profiles.values():
             profile.reset()
-        for extern in (*self.counters.values(), *self.meters.values(),
-                       *self.registers.values()):
-            extern.reset()
+        for instances in self.externs.values():
+            for extern in instances.values():
+                extern.reset()
         self.pre.reset()
         self.digests.reset()
 
     # ---- lookups by P4Info name or alias (runtime CLI, STF) ----------------------------------
 
     def table(self, name: str) -> Table:
-        return _by_name(self.tables, name, "table")
+        return by_name(self.tables, name, "table")
 
     def action_profile(self, name: str) -> ActionProfile:
-        return _by_name(self.action_profiles, name, "action profile")
+        return by_name(self.action_profiles, name, "action profile")
 
     def counter(self, name: str) -> CounterArray:
-        return _by_name(self.counters, name, "counter")
+        return by_name(self.counters, name, "counter")
 
     def meter(self, name: str) -> MeterArray:
-        return _by_name(self.meters, name, "meter")
+        return by_name(self.meters, name, "meter")
 
     def register(self, name: str) -> RegisterArray:
-        return _by_name(self.registers, name, "register")
-
-
-def _by_name(items: dict, name: str, kind: str):
-    """Exact fully qualified name, else a unique dot-suffix (`ipv4_lpm` for
-    `MyIngress.ipv4_lpm`)."""
-    if name in items:
-        return items[name]
-    matches = [v for k, v in items.items() if k.endswith("." + name)]
-    if len(matches) == 1:
-        return matches[0]
-    if matches:
-        raise KeyError(f"{kind} name {name!r} is ambiguous: "
-                       + ", ".join(sorted(k for k in items if k.endswith("." + name))))
-    raise KeyError(f"no {kind} named {name!r}")
+        return by_name(self.registers, name, "register")

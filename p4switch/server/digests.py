@@ -9,11 +9,10 @@ from typing import Any
 
 from p4.v1 import p4runtime_pb2
 
-from p4switch.p4info_index import P4InfoIndex
-from p4switch.runtime.errors import already_exists, not_found
+from p4switch.p4info.index import P4InfoIndex
+from p4switch.runtime.errors import already_exists, invalid_id, not_found
 from p4switch.server.bytestrings import to_bytes
 from p4switch.server.pre import check_update
-from p4switch.server.tables import invalid_id
 
 Update = p4runtime_pb2.Update
 Entity = p4runtime_pb2.Entity

@@ -1,4 +1,5 @@
-"""Write and Read of every P4Runtime entity, dispatched to one codec per entity family."""
+"""Write and Read of every P4Runtime entity, dispatched to one codec per entity family (the
+stateful externs' entities to their modules in `p4switch.externs`)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from p4switch.cpmodel import ControlPlaneModel
-from p4switch.p4info_index import P4InfoIndex
+from p4switch.externs import ENTITIES, ExternCodec
+from p4switch.p4info.index import P4InfoIndex
 from p4switch.runtime.errors import RuntimeApiError, unimplemented
 from p4switch.server.digests import DigestCodec
-from p4switch.server.externs import CounterCodec, MeterCodec
 from p4switch.server.pre import PreCodec
 from p4switch.server.profiles import ProfileCodec
 from p4switch.server.tables import ActionCodec, TableCodec
@@ -28,8 +29,7 @@ class EntityCodec:
         actions = ActionCodec(index)
         self.tables = TableCodec(index, state, actions)
         self.profiles = ProfileCodec(index, state, actions)
-        self.counters = CounterCodec(index, state, self.tables)
-        self.meters = MeterCodec(index, state, self.tables)
+        self.externs = ExternCodec(index, state, self.tables)
         self.pre = PreCodec(state)
         self.digests = DigestCodec(index, state)
 
@@ -45,20 +45,12 @@ class EntityCodec:
             self.profiles.write_member(kind, entity.action_profile_member)
         elif which == "action_profile_group":
             self.profiles.write_group(kind, entity.action_profile_group)
-        elif which == "counter_entry":
-            self.counters.write(kind, entity.counter_entry)
-        elif which == "direct_counter_entry":
-            self.counters.write_direct(kind, entity.direct_counter_entry)
-        elif which == "meter_entry":
-            self.meters.write(kind, entity.meter_entry)
-        elif which == "direct_meter_entry":
-            self.meters.write_direct(kind, entity.direct_meter_entry)
+        elif which in ENTITIES:
+            ENTITIES[which].entity.write(self.externs, kind, getattr(entity, which))
         elif which == "packet_replication_engine_entry":
             self.pre.write(kind, entity.packet_replication_engine_entry)
         elif which == "digest_entry":
             self.digests.write(kind, entity.digest_entry)
-        elif which == "register_entry":
-            raise unimplemented("Register writes are not supported yet")
         elif which == "value_set_entry":
             raise unimplemented("ValueSet writes are not supported yet")
         elif which == "extern_entry":
@@ -74,20 +66,12 @@ class EntityCodec:
             return self.profiles.read_members(entity.action_profile_member)
         if which == "action_profile_group":
             return self.profiles.read_groups(entity.action_profile_group)
-        if which == "counter_entry":
-            return self.counters.read(entity.counter_entry)
-        if which == "direct_counter_entry":
-            return self.counters.read_direct(entity.direct_counter_entry)
-        if which == "meter_entry":
-            return self.meters.read(entity.meter_entry)
-        if which == "direct_meter_entry":
-            return self.meters.read_direct(entity.direct_meter_entry)
+        if which in ENTITIES:
+            return ENTITIES[which].entity.read(self.externs, getattr(entity, which))
         if which == "packet_replication_engine_entry":
             return self.pre.read(entity.packet_replication_engine_entry)
         if which == "digest_entry":
             return self.digests.read(entity.digest_entry)
-        if which == "register_entry":
-            raise unimplemented("Register reads are not supported yet")
         if which == "value_set_entry":
             raise unimplemented("ValueSet reads are not supported yet")
         raise RuntimeApiError("INVALID_ARGUMENT", "Incorrect entity type")

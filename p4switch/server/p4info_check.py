@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from p4.config.v1 import p4info_pb2
 
-from p4switch.p4info_index import KINDS
+from p4switch.p4info.index import KINDS
 
 
 def _summary(p4info: p4info_pb2.P4Info) -> dict[tuple[str, int], tuple]:

@@ -6,10 +6,10 @@ from typing import Any
 
 from p4.v1 import p4runtime_pb2
 
-from p4switch.p4info_index import P4InfoIndex
-from p4switch.runtime.errors import invalid
+from p4switch.p4info.index import P4InfoIndex
+from p4switch.runtime.errors import invalid, invalid_id
 from p4switch.server.bytestrings import to_bytes
-from p4switch.server.tables import ActionCodec, invalid_id, watch_port
+from p4switch.server.tables import ActionCodec, watch_port
 
 Update = p4runtime_pb2.Update
 Entity = p4runtime_pb2.Entity

@@ -12,7 +12,7 @@ import grpc
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from p4switch.p4info_index import P4InfoIndex
+from p4switch.p4info.index import P4InfoIndex
 from p4switch.runtime.errors import RuntimeApiError
 from p4switch.server.arbitration import Arbitrator, Connection, election_id
 from p4switch.server.entities import EntityCodec

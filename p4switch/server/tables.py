@@ -13,9 +13,9 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from p4switch.cpmodel import ActionCall, FieldMatch
-from p4switch.p4info_index import P4InfoIndex
+from p4switch.p4info.index import P4InfoIndex
 from p4switch.runtime.entries import Entry, GroupRef, MemberRef, OneShot, OneShotAction
-from p4switch.runtime.errors import RuntimeApiError, invalid, unimplemented
+from p4switch.runtime.errors import RuntimeApiError, invalid, invalid_id, unimplemented
 from p4switch.server.bytestrings import to_bytes, to_int
 
 Update = p4runtime_pb2.Update
@@ -26,10 +26,6 @@ _KIND_OF = {
     p4info_pb2.MatchField.RANGE: "range",
     p4info_pb2.MatchField.OPTIONAL: "optional",
 }
-
-
-def invalid_id(what: str, id_: int) -> RuntimeApiError:
-    return invalid(f"Invalid P4 id {id_} ({what})")
 
 
 class ActionCodec:

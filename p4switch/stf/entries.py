@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 
 from p4switch import cpmodel
+from p4switch.names import suffix_match
 from p4switch.stf import syntax as s
 
 
@@ -94,8 +95,8 @@ def _key_field_name(table: cpmodel.Table, names: list[str], key: str) -> str:
         return key[:-5] + "$valid$"
     found = None
     for name in names:
-        suffix_match = name.endswith("." + key) or name.endswith("." + key + "$")
-        if suffix_match or (key == "valid" and name.endswith(".$valid$")):
+        if suffix_match(name, key) or suffix_match(name, key + "$") or \
+                (key == "valid" and name.endswith(".$valid$")):
             found = name  # the last matching field wins, as in bmv2stf
     if found is None and key == "valid" and "$valid$" in names:
         found = "$valid$"

@@ -20,7 +20,7 @@ from tests.congestion.helpers import PARAMS  # noqa: E402
 @pytest.fixture(scope="module")
 def incast_lab() -> Iterator[tuple[Any, Any, dict[str, Any]]]:
     """(lab, roles, agents): the fabric up, routes programmed, switch queues set."""
-    from experiments.incast_lab import CongestionLab, incast_fabric
+    from experiments.incast.lab import CongestionLab, incast_fabric
 
     spec, roles = incast_fabric(3, prefix="cg", grpc_base=49559, thrift_base=49090)
     with CongestionLab(spec, host_pps=PARAMS["host_pps"], fabric_pps=PARAMS["fabric_pps"],

@@ -1,6 +1,6 @@
 """The incast's quick variant on BMv2, where PFC frames go to the controller's pause agents
 (BMv2 cannot pause a queue: controller/pfc_agent.py) and drops are counted by the P4 counters'
-balance (BMv2 counts no tail drops: experiments/incast_drops.py). Skipped where BMv2 is not
+balance (BMv2 counts no tail drops: experiments/incast/drops.py). Skipped where BMv2 is not
 installed."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from experiments.incast_lab import DATA_PRIORITY, CongestionLab, incast_fabric
-from experiments.incast_trial import DROPS_COUNTED_BY, run_trial
+from experiments.incast.lab import DATA_PRIORITY, CongestionLab, incast_fabric
+from experiments.incast.trial import drops_counted_by, run_trial
+from targets import BMV2
 from tests.congestion.helpers import PARAMS
 
 pytestmark = [pytest.mark.bmv2, pytest.mark.mininet, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -34,7 +35,7 @@ def bmv2_incast() -> Iterator[tuple[CongestionLab, Any, dict[str, dict]]]:
 def test_without_pfc_the_congested_port_drops(bmv2_incast) -> None:
     _, _, runs = bmv2_incast
     none = runs["none"]
-    assert none["drops_counted_by"] == DROPS_COUNTED_BY["bmv2"]
+    assert none["drops_counted_by"] == drops_counted_by(BMV2)
     assert none["drops_congested"] > 0  # by counter balance: BMv2 counts no tail drops
     assert none["retransmitted"] > 0  # and the senders resent them
     assert none["host_pause_frames"] == 0 and none["spine_paused_s"] == 0

@@ -1,5 +1,5 @@
 """ECN marking, PFC frames, lossless incast, head-of-line blocking and the PFC watchdog on a real
-Mininet fabric of p4switch processes (two leaves, one spine; see experiments/incast_lab.py)."""
+Mininet fabric of p4switch processes (two leaves, one spine; see experiments/incast/lab.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from scapy.utils import rdpcap
 
 from controller.congestion import CongestionConfig, EcnProfile, PfcConfig, set_port_pfc
 from controller.pfc_agent import p4switch_watchdog
-from experiments.incast_trial import run_trial
+from experiments.incast.trial import run_trial
 from tests.congestion.helpers import PARAMS, capture
 from traffic.hosts import MininetHost, python_argv
 from traffic.receiver import ExpectedFlow, ReceiverConfig

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.incast_trial import SETTINGS, SUMMARY_FIELDS
-from experiments.telemetry import COLUMNS
+from experiments.framework.telemetry import COLUMNS
+from experiments.incast.trial import SETTINGS, SUMMARY_FIELDS
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -24,12 +24,12 @@ from controller.congestion import (
 from controller.pfc_agent import (
     PauseAgent,
     PfcWatchdog,
-    RuntimeChannelError,
     packet_in_port,
     parse_punted_pfc,
 )
 from controller.pipeline import build_pipeline
 from controller.schema import Schema
+from targets import RuntimeCliError
 from traffic.pfc import build_pause
 
 PROGRAM = Path(__file__).resolve().parents[2] / "p4src" / "ecmp.p4"
@@ -209,7 +209,7 @@ def test_pause_agent_serves_packet_ins_with_the_ingress_port() -> None:
 
 
 def test_pause_agent_retries_a_failed_restore_and_run_carries_on() -> None:
-    clock, calls, failures = Clock(), [], [RuntimeChannelError("runtime CLI on port 9 closed")]
+    clock, calls, failures = Clock(), [], [RuntimeCliError("runtime CLI on port 9 closed")]
 
     def set_rate(port: int, prio: int, pps: int) -> None:
         calls.append(pps)
@@ -219,13 +219,13 @@ def test_pause_agent_retries_a_failed_restore_and_run_carries_on() -> None:
     agent = PauseAgent(set_rate, 10e6, lambda port, prio: 250, clock=clock)
     agent.on_frame(2, build_pause("02:00:00:00:00:01", {3: 1000}))
     clock.t = 0.06
-    with pytest.raises(RuntimeChannelError):
+    with pytest.raises(RuntimeCliError):
         agent.expire()
     assert agent.is_paused(2, 3)  # still slowed: the next tick restores it
     agent.expire()
     assert calls == [25, 250, 250] and not agent.is_paused(2, 3)
 
-    broken = PauseAgent(lambda *a: (_ for _ in ()).throw(RuntimeChannelError("CLI down")),
+    broken = PauseAgent(lambda *a: (_ for _ in ()).throw(RuntimeCliError("CLI down")),
                         10e6, lambda port, prio: 250)
     packets: queue.Queue = queue.Queue()
     packets.put(p4runtime_pb2.PacketIn(payload=build_pause("02:00:00:00:00:01", {3: 1000})))

@@ -8,7 +8,7 @@ from scapy.contrib.mac_control import MACControlClassBasedFlowControl
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from experiments.single_switch import load_program
+from experiments.lb.single_switch import load_program
 from p4switch.engine import EngineConfig
 from p4switch.runtime import RuntimeState
 from p4switch.runtime.cli_commands import RuntimeCli

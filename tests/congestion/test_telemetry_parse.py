@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from experiments.telemetry import _commands, parse_cli_values, telemetry_cell
+from experiments.framework.telemetry import _commands, parse_cli_values, telemetry_cell
 
 
 def test_p4switch_and_bmv2_outputs_parse_alike() -> None:

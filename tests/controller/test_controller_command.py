@@ -53,7 +53,8 @@ class Lines:
 @pytest.fixture(scope="module")
 def fabric(tmp_path_factory):
     ecmp_pipeline()  # skips while p4switch cannot compile the program
-    from topos.mininet import P4SWITCH, FabricNetwork
+    from targets import P4SWITCH
+    from topos.mininet import FabricNetwork
 
     spec = ct_fabric("leafspine", leaves=2, spines=2, hosts_per_leaf=2)
     path = tmp_path_factory.mktemp("ctl") / "ctleafspine.json"

@@ -51,7 +51,8 @@ class Running:
 
 @contextlib.contextmanager
 def running_fabric(spec: FabricSpec, pipeline: Pipeline, log_dir: Path):
-    from topos.mininet import P4SWITCH, FabricNetwork
+    from targets import P4SWITCH
+    from topos.mininet import FabricNetwork
 
     net = FabricNetwork(spec, P4SWITCH, log_dir=log_dir)
     ctl = FabricController(spec, pipeline)

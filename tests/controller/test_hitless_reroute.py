@@ -12,10 +12,11 @@ from p4.v1 import p4runtime_pb2
 
 from controller.fabric import FabricController
 from controller.intent import Intent
-from controller.pipeline import Pipeline, TargetTraits
+from controller.pipeline import Pipeline
 from controller.routes import SwitchRoutes, compute_routes
 from controller.schema import Schema
 from controller.state import DeviceState, add_read_entities, plan_updates
+from targets import P4SWITCH, Capabilities
 from tests.controller.routing_model import routing_p4info
 from topos import build_fabric
 
@@ -145,7 +146,7 @@ def test_a_shrinking_group_is_replaced_and_a_growing_one_rewritten_in_place(inte
     assert kinds.index((group, INSERT)) < kinds.index((entry, MODIFY)) < kinds.index((group, DELETE))
     # with a spare member (BMv2) the lowest port stays unwatched in both: grown in place, one
     # group write and nothing repointed
-    bmv2 = Intent(Schema(routing_p4info()), traits=TargetTraits(group_needs_live_member=True))
+    bmv2 = Intent(Schema(routing_p4info()), caps=Capabilities(group_needs_live_member=True))
     before, failed, restored = reroute(bmv2, spec, link, keep=True)
     updates = [u for b in plan_updates(bmv2.state(restored["leaf0"]),
                                        installed(bmv2, failed["leaf0"])) for u in b]
@@ -171,7 +172,7 @@ def test_every_reroute_is_a_write_sequence_bmv2_takes(fabric, groups_grow, spare
     whose members all have watch ports (a packet hitting it with all those ports down kills the
     switch). A one-member group has no watch port on any target."""
     intent = Intent(Schema(routing_p4info()),
-                    traits=TargetTraits(group_needs_live_member=spare_member))
+                    caps=Capabilities(group_needs_live_member=spare_member))
     profile = intent.profile.preamble.id
     spec = build_fabric(fabric)
     writes = 0
@@ -201,7 +202,7 @@ def test_every_reroute_is_a_write_sequence_bmv2_takes(fabric, groups_grow, spare
 
 def test_a_switch_already_in_place_is_left_alone_whatever_its_ids():
     """A controller that starts against switches rerouted by another one writes nothing."""
-    intent = Intent(Schema(routing_p4info()), traits=TargetTraits(group_needs_live_member=True))
+    intent = Intent(Schema(routing_p4info()), caps=Capabilities(group_needs_live_member=True))
     spec = build_fabric("leafspine")
     link = next(ln for ln in switch_links(spec) if {ln.a.node, ln.b.node} == {"leaf0", "spine1"})
     _, _, restored = reroute(intent, spec, link, keep=True)
@@ -213,7 +214,7 @@ def test_a_switch_already_in_place_is_left_alone_whatever_its_ids():
 
 def test_a_switch_with_every_link_down_keeps_its_routes_for_when_it_comes_back():
     spec = build_fabric("hpn7")
-    ctl = FabricController(spec, Pipeline(Path("routing.p4"), "p4switch", routing_p4info(), b""))
+    ctl = FabricController(spec, Pipeline(Path("routing.p4"), P4SWITCH, routing_p4info(), b""))
     whole = ctl.routes()
     tor = "ta-s0r0"
     for link in spec.links_of(tor):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller.queues import RuntimeCliError, queue_commands, run_commands
+from controller.queues import queue_commands, run_commands
+from targets import P4SWITCH, RuntimeCliError
 from tests.controller.switchproc import p4switch
 
 
@@ -19,6 +20,6 @@ def test_queue_commands():
 
 def test_commands_reach_the_switch_and_errors_are_reported():
     with p4switch(device_id=4) as sw:
-        run_commands("p4switch", sw.thrift_port, queue_commands(depth=16, rate_pps=500))
+        run_commands(P4SWITCH, sw.thrift_port, queue_commands(depth=16, rate_pps=500))
         with pytest.raises(RuntimeCliError, match="Error"):
-            run_commands("p4switch", sw.thrift_port, ["set_queue_depth lots"])
+            run_commands(P4SWITCH, sw.thrift_port, ["set_queue_depth lots"])

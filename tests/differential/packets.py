@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import ARP, Ether
 
-from traffic.frames import ETH_LEN, IPV4_LEN, UDP_LEN, Endpoints, build_frame
-from traffic.headers import ACK, BTH_LEN, SEND_ONLY, TAG_FLAG_HOST, TAG_FLAG_SWITCH, TAG_LEN, WRITE_ONLY
+from traffic.frames import Endpoints, build_frame
+from traffic.headers import ACK, SEND_ONLY, TAG_FLAG_HOST, TAG_FLAG_SWITCH, WRITE_ONLY
 from traffic.pfc import build_pause
+from traffic.wire import BTH_LEN, ETH_LEN, IPV4_LEN, TAG_LEN, UDP_LEN
 
 H0_MAC, H0_IP = "02:00:0a:00:00:01", "10.0.0.1"
 H1_MAC, H1_IP = "02:00:0a:00:01:01", "10.0.1.1"

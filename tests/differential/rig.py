@@ -1,7 +1,7 @@
 """One switch of each target on its own veth pairs, programmed by the project's controller.
 
 A `Rig` runs one switch process (p4switch or BMv2's `simple_switch_grpc`, argv from
-`topos.mininet.targets`) whose P4 ports are veth ends in the root namespace, named after the
+`targets`) whose P4 ports are veth ends in the root namespace, named after the
 test process (`d<pid><target letter><port>`, the far end `...x`), so parallel runs never meet.
 The controller (`controller.fabric.FabricController`, `controller.lb.LoadBalancing`) programs it
 as switch `leaf0` of a two-leaf fabric with two spines (or more): port 1 faces host NIC h0n0
@@ -27,8 +27,8 @@ from pathlib import Path
 from controller.fabric import FabricController
 from controller.lb import LoadBalancing
 from controller.pipeline import Pipeline, build_pipeline
+from targets import get_target
 from topos import FabricSpec, build_fabric
-from topos.mininet.targets import TARGETS
 
 REPO = Path(__file__).resolve().parents[2]
 LEAF = "leaf0"
@@ -74,7 +74,7 @@ class Rig:
     socks: dict[int, socket.socket] = field(default_factory=dict)
     spines: int = 2  # leaf0's ports: 1 (host) and 2 .. spines + 1
     priority_queues: int = 0  # 0: the target's default (one queue per port)
-    pfc_at_port: bool = True  # p4switch only: honour received PFC frames in its queues
+    pfc_at_port: bool = True  # honour received PFC frames in its queues (where they can pause)
     proc: subprocess.Popen | None = None
     ctl: FabricController | None = None
     lb: LoadBalancing | None = None
@@ -114,8 +114,10 @@ class Rig:
         """Start the switch as `leaf0` of `spec` (whose management ports are replaced)."""
         model = replace(spec.switch(LEAF), grpc_port=free_port(), thrift_port=free_port())
         spec.switches = [model if sw.name == LEAF else sw for sw in spec.switches]
-        extra = ("--no-pfc",) if self.target == "p4switch" and not self.pfc_at_port else ()
-        argv = TARGETS[self.target].argv(model, self.ports, extra=extra)
+        target = get_target(self.target)
+        if not self.pfc_at_port:
+            target = target.without_queue_pause()
+        argv = target.argv(model, self.ports)
         if self.priority_queues:  # a target option, after `--` on both targets
             argv += ["--priority-queues", str(self.priority_queues)]
         with open(self.log, "wb") as log:

@@ -88,7 +88,7 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str], inline: bool) -> ar
 
 def check_fabric_lab(command: DocCommand) -> None:
     from experiments.framework import resolve_params
-    from experiments.registry import all_experiments
+    from experiments.framework.registry import all_experiments
     from fabric_lab.cli import build_parser
     from fabric_lab.labkit import lab
     from topos import FABRICS, build_fabric
@@ -370,7 +370,7 @@ def test_a_made_up_flag_fails(tmp_path: Path, cli_help: str) -> None:
 
 
 def test_readme_experiment_table_lists_every_experiment() -> None:
-    from experiments.registry import all_experiments
+    from experiments.framework.registry import all_experiments
 
     text = (REPO / "README.md").read_text()
     section = text.split("### Experiments", 1)[1].split("\n#", 1)[0]

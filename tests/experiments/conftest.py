@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from experiments.framework import Experiment, RunContext
-from experiments.results import ResultDir
+from experiments.framework.results import ResultDir
 
 
 def _squares_run(ctx: RunContext) -> None:

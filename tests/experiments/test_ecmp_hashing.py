@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from experiments.ecmp_hashing import EXPERIMENT
+from experiments.ecmp_hashing.experiment import EXPERIMENT
 from experiments.framework import execute
 
 

@@ -18,8 +18,8 @@ from experiments.framework import (
     resolve_params,
     scaled_fabric,
 )
-from experiments.report import build_report
-from experiments.results import ResultDirError, allocate
+from experiments.framework.report import build_report
+from experiments.framework.results import ResultDirError, allocate
 
 
 def test_allocate_never_reuses_a_directory(tmp_path: Path) -> None:
@@ -135,8 +135,8 @@ def test_scale_reaches_the_fabric_and_params_and_bad_scale_is_refused(tmp_path: 
     assert sum(sw.name.startswith("spine") for sw in spec.switches) == 3  # segments: not its
     with pytest.raises(ExperimentError, match="the experiment sets it"):
         scaled_fabric("leafspine", {"scale": {"rate_mbps": 1}}, rate_mbps=5.0)
-    from experiments.failover import EXPERIMENT as failover
-    from experiments.incast import EXPERIMENT as incast
+    from experiments.failover.experiment import EXPERIMENT as failover
+    from experiments.incast.experiment import EXPERIMENT as incast
     with pytest.raises(ExperimentError, match="not a parameter of leafspine"):
         execute(failover, fabric="leafspine", base=tmp_path, scale={"segments": 2},
                 progress=lambda _: None)

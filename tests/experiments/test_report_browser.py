@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from experiments.framework import Experiment, execute
-from experiments.report import build_report
+from experiments.framework.report import build_report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (make setup installs it)")

@@ -33,7 +33,8 @@ def read_until(proc: subprocess.Popen, text: str, timeout: float) -> str:
 
 def test_the_controller_reroutes_a_failed_link_and_logs_it(tmp_path):
     pytest.importorskip("p4switch.compiler", reason="the p4switch compiler is not in the tree")
-    from topos.mininet import P4SWITCH, FabricNetwork
+    from targets import P4SWITCH
+    from topos.mininet import FabricNetwork
 
     spec = fo_fabric("leafspine", leaves=2, spines=2, hosts_per_leaf=1)
     model = tmp_path / "fabric.json"

@@ -26,8 +26,8 @@ from experiments.demo.plot import (
 )
 from experiments.demo.stages import Stage
 from experiments.demo.view import lossy_columns
-from experiments.failover_lab import Failure, Flow, FlowRun
-from experiments.results import ResultDir
+from experiments.failover.lab import Failure, Flow, FlowRun
+from experiments.framework.results import ResultDir
 from tests.failover.fabrics import fo_fabric
 
 A, B, C, D = "h0n0->h3n0#256", "h0n0->h3n0#257", "h0n0->h3n0#258", "h0n0->h3n0#259"
@@ -204,18 +204,30 @@ def test_three_recoveries_show_the_difference_in_the_recorded_series(tmp_path):
         lossy = [g for g in gaps.get(flow, []) if t_fail - 0.05 <= g[0] < t_restore - 0.05]
         assert all(end - start < 0.05 for start, end in lossy), (flow, lossy)
 
-    # controller reroute: the crossing flows reach zero (an empty bin inside a lossy silence)
+    # controller reroute: nothing in the data plane steers around a dead downlink, so the
+    # controller must see the link go down and rewrite the source ToRs' routes while it is down.
+    # What the senders sent into the dead link until then is lost; how much that is depends on
+    # whether a sender got the CPU in those milliseconds (on a busy machine maybe none), so the
+    # loss itself is not the guarantee. The guarantee: the reroute happens during the failure,
+    # any loss of a crossing flow lies in a silence that began before the reroute was done
+    # (none after it: the new routes avoid the link), and such a silence is what the timeline
+    # shows (no packet in the bins inside it). The flows recovered (asserted below).
     down = stages["downlink"]
-    t_fail = float(down["t_fail_s"])
+    t_fail, t_restore = float(down["t_fail_s"]), float(down["t_restore_s"])
+    assert down["reroute_ms"] and down["t_reroute_s"], "no reroute event recorded"
+    t_reroute = float(down["t_reroute_s"])
+    assert t_fail <= t_reroute < t_restore, (t_fail, t_reroute, t_restore)
     crossing = down["crossing"].split()
     assert crossing, "no flow crossed the failed downlink"
     for flow in crossing:
-        lossy = [g for g in gaps.get(flow, []) if t_fail - 0.05 <= g[0] <= t_fail + 1.0]
-        assert lossy, f"{flow} lost nothing in the controller reroute"
-        zero = [t for t, n in window(flow, t_fail, t_fail + 1.0) if n == 0
-                and any(start <= t and t + 0.01 <= end for start, end in lossy)]
-        assert zero, f"{flow} never reached zero during the reroute"
-    assert down["reroute_ms"], "no reroute event recorded"
+        # silences that lost packets and overlap the failure (one that began before it, a
+        # sender or receiver kept off the CPU, counts too), up to just before the restore
+        lossy = [g for g in gaps.get(flow, []) if g[1] >= t_fail and g[0] < t_restore - 0.05]
+        late = [g for g in lossy if g[0] > t_reroute + 0.05]  # a late receiver stamps late
+        assert not late, f"{flow} lost packets after the reroute: {late}"
+        for start, end in lossy:
+            inside = [n for t, n in window(flow, start, end) if start <= t and t + 0.01 <= end]
+            assert all(n == 0 for n in inside), (flow, start, end, inside)
 
     # silent drop: lossy for the probe rounds, then isolated; every flow recovered
     outcomes = _csv(tmp_path / "demo" / "outcomes.csv")
@@ -252,7 +264,7 @@ def test_a_fabric_that_does_not_recover_fails_the_demo_and_names_the_flows(tmp_p
 @pytest.mark.bmv2
 def test_the_demo_recovers_on_bmv2(tmp_path):
     """BMv2 once died in the first reroute and the demo reported its dead flows as untouched.
-    On BMv2 every stage recovers; the controller reroute costs the crossing flows packets."""
+    On BMv2 every stage recovers, the downlink through the controller's reroute."""
     out = io.StringIO()
     run_demo(spec=fo_fabric("hpn7"), target="bmv2", kinds=("uplink", "downlink"), before_s=2.0,
              hold_s=2.0, between_s=1.5, after_s=2.0, out=tmp_path / "demo", stream=out, tty=False)
@@ -263,4 +275,9 @@ def test_the_demo_recovers_on_bmv2(tmp_path):
     assert {o["kind"] for o in outcomes} == {"uplink", "downlink"}
     assert all(o["recovered"] == "1" for o in outcomes)
     downlink = [o for o in outcomes if o["kind"] == "downlink" and o["crossed"] == "1"]
-    assert downlink and all(int(o["lost"]) > 0 for o in downlink)
+    assert downlink, "no flow crossed the failed downlink"
+    # what the senders sent into the dead link before the reroute is lost, but whether they sent
+    # any in those milliseconds depends on the machine's load: the reroute is the guarantee
+    stage = next(row for row in _csv(tmp_path / "demo" / "stages.csv") if row["kind"] == "downlink")
+    assert stage["reroute_ms"] and stage["t_reroute_s"], "no reroute event recorded"
+    assert float(stage["t_fail_s"]) <= float(stage["t_reroute_s"]) < float(stage["t_restore_s"])

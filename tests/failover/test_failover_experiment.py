@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.failover import EXPERIMENT
+from experiments.failover.experiment import EXPERIMENT
 from experiments.framework import execute
 
 pytestmark = [pytest.mark.mininet, pytest.mark.slow]
@@ -37,12 +37,15 @@ def test_quick_failover_run_measures_every_kind_it_fails(tmp_path: Path, target:
                 assert row["lost"] == "0" and float(row["loss_window_ms"]) == 0, \
                     f"{kind}: {row['flow']} lost packets without crossing {row['target']}"
     # Until the controller rewrites the upstream ToR (tens of ms), the aggregation switch drops
-    # what it would send down the dead link: at 120 pps per flow that always costs packets.
-    downlink = [row for row in outcomes if row["kind"] == "downlink" and row["crossed"] == "1"]
-    assert all(int(row["lost"]) > 0 for row in downlink), downlink
+    # what it would send down the dead link; whether a sender got the CPU to send any in those
+    # milliseconds depends on the machine's load, so the loss is not the guarantee: the
+    # controller's reroute is (the data plane has no way around a dead downlink)
     events = result.read_csv("events.csv")
     down_events = [e for e in events if e["kind"] == "downlink"]
     assert {"down", "up"} <= {e["state"] for e in down_events}, "the controller missed them"
+    rerouted = [e for e in down_events if e["state"] == "down" and e["reroute_ms"]
+                and int(e["writes"]) > 0]
+    assert rerouted, f"the controller did not reroute around the dead downlink: {down_events}"
     assert all(not e["error"] for e in events)
     timeline = result.read_csv("timeline.csv")
     assert timeline and any(float(r["goodput_bps"]) > 0 for r in timeline)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.failover_measure import outcome
+from experiments.failover.measure import outcome
 from topos.mininet import cli as links
 
 pytestmark = pytest.mark.root
@@ -52,7 +52,7 @@ def pair():
 
 def _start(ns: str, *args: str) -> subprocess.Popen:
     proc = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m",
-                             "experiments.failover_flows", *args], cwd=ROOT,
+                             "experiments.failover.flows", *args], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert json.loads(proc.stdout.readline())["event"] == "ready", proc.stderr.read()
     return proc
@@ -79,7 +79,6 @@ def test_an_outage_shows_as_one_lossy_silence_of_its_length(pair):
         fail_lo = time.time()  # the drop starts while the command runs
         _tc("filter", "add", "dev", "fofla0", "egress", "bpf", "da", "bytecode",
             links.drop_program(1.0))
-        fail_hi = time.time()
         time.sleep(0.3)  # the outage being measured
         restore_lo = time.time()
         _tc("qdisc", "del", "dev", "fofla0", "clsact")
@@ -96,12 +95,21 @@ def test_an_outage_shows_as_one_lossy_silence_of_its_length(pair):
     for e in events[:-1]:
         for i, n in e["flows"].get("10.250.0.1/7", []):
             bins[int(i)] = bins.get(int(i), 0) + n
+    # What the sender sent during the outage is lost, all of it in one silence; how many that
+    # were depends on how much CPU the sender got meanwhile (at most the pace allows), and the
+    # silence's ends are stamped when the receiver gets to read: the first packet after it was
+    # sent once the drop was gone, and arrived after that.
+    longest = restore_hi - fail_lo  # the outage's upper bound
     for qpn, sent_flow in zip((7, 8), sent, strict=True):
         rec = records[qpn]
         assert rec["packets"] + rec["lost"] == sent_flow["sent"]
-        shortest, longest = restore_lo - fail_hi, restore_hi - fail_lo  # the outage's bounds
-        assert shortest * 200 - 3 <= rec["lost"] <= longest * 200 + 3  # 200 packets/s
+        assert 1 <= rec["lost"] <= longest * 200 + 3  # 200 packets/s, paced
+        lossy = [g for g in rec["gaps"] if g[2]]
+        assert len(lossy) == 1 and lossy[0][2] == rec["lost"], rec["gaps"]
+        before, after, _lost = lossy[0]
+        assert before < restore_lo <= after, (before, after, restore_lo)
     result = outcome("7", records[7], bins, 0.01, t0, fail_lo)
     assert result.affected
-    assert shortest <= result.loss_window_s <= longest + 0.011  # + one packet interval
-    assert result.recovery_s is not None and result.recovery_s < 0.8
+    before, after, _lost = next(g for g in records[7]["gaps"] if g[2])
+    assert result.loss_window_s == pytest.approx(after - before, abs=1e-6)  # rounded to µs
+    assert result.recovery_s is not None  # back to full throughput before the run ended

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.report import build_report
-from experiments.results import ResultDir, allocate, give_to_invoking_user, invoking_user
+from experiments.framework.report import build_report
+from experiments.framework.results import ResultDir, allocate, give_to_invoking_user, invoking_user
 
 REPO = Path(__file__).resolve().parents[2]
 FABRIC_LAB = REPO / ".venv" / "bin" / "fabric-lab"

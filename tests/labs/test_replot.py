@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from experiments.ecmp_hashing import EXPERIMENT
+from experiments.ecmp_hashing.experiment import EXPERIMENT
 from experiments.framework import execute
 
 ROOT = Path(__file__).resolve().parents[2]

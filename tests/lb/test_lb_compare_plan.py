@@ -7,9 +7,9 @@ from collections import Counter
 import pytest
 
 from experiments.framework import resolve_params
-from experiments.lb_compare import EXPERIMENT, end_leaves, fabric, imbalance, plan, uplinks
-from experiments.lb_lab import LinkLoads
-from experiments.lb_switch import flow_index
+from experiments.lb.lab import LinkLoads
+from experiments.lb.switch import flow_index
+from experiments.lb_compare.experiment import EXPERIMENT, end_leaves, fabric, imbalance, plan, uplinks
 
 
 @pytest.fixture(scope="module")

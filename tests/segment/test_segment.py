@@ -9,8 +9,8 @@ import json
 import pytest
 
 from experiments.framework import execute, resolve_params
-from experiments.hpn_segment import EXPERIMENT, class_pairs, hpn, run_polarisation
-from experiments.registry import get
+from experiments.framework.registry import get
+from experiments.hpn_segment.experiment import EXPERIMENT, class_pairs, hpn, run_polarisation
 
 
 def test_the_three_traffic_classes_are_what_hpn_says():

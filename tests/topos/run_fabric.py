@@ -3,16 +3,19 @@
 usage: run_fabric.py FABRIC RUN_DIR PORT_SHIFT   (prints READY once up; exits on SIGTERM)
 """
 
+import dataclasses
 import signal
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from targets import P4SWITCH
 from topos import build_fabric
-from topos.mininet import FabricNetwork, Target
+from topos.mininet import FabricNetwork
 
-FAKE = Target("fake", (sys.executable, str(Path(__file__).with_name("fake_switch.py"))))
+FAKE = dataclasses.replace(P4SWITCH, name="fake", requires=(),
+                           command=(sys.executable, str(Path(__file__).with_name("fake_switch.py"))))
 
 
 def main() -> int:

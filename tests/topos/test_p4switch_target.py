@@ -8,8 +8,9 @@ import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from topos_helpers import plan_interfaces, root_interfaces, shifted
 
+from targets import P4SWITCH
 from topos import build_fabric
-from topos.mininet import P4SWITCH, FabricNetwork
+from topos.mininet import FabricNetwork
 from topos.mininet.runstate import load_all
 
 pytestmark = [pytest.mark.root, pytest.mark.mininet,

@@ -3,14 +3,16 @@ program (tests/topos/fake_switch.py) that accepts on the gRPC port like a switch
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 
 import pytest
 from topos_helpers import FAKE_SWITCH, plan_interfaces, root_interfaces, shifted
 
+from targets import P4SWITCH, Target
 from topos import build_fabric
-from topos.mininet import FabricNetwork, SwitchStartError, Target
+from topos.mininet import FabricNetwork, SwitchStartError
 from topos.mininet.nodes import grpc_listening
 from topos.mininet.runstate import load_all
 
@@ -18,7 +20,9 @@ pytestmark = [pytest.mark.root, pytest.mark.mininet]
 
 
 def fake(mode: str) -> Target:
-    return Target(f"fake-{mode}", (sys.executable, str(FAKE_SWITCH), "--mode", mode))
+    """The stand-in switch, started with p4switch's argv."""
+    return dataclasses.replace(P4SWITCH, name=f"fake-{mode}", requires=(),
+                               command=(sys.executable, str(FAKE_SWITCH), "--mode", mode))
 
 
 def assert_nothing_left(spec, run_dir) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.failover_lab import FailoverLab
+from experiments.failover.lab import FailoverLab
 from fabric_lab.web import Sources, serve
 from tests.web.browser import launch, open_view, wait_until
 from tests.web.conftest import CHROMIUM

@@ -10,6 +10,7 @@ from topos.builders.aipod import aipod
 from topos.builders.bigraph import bigraph
 from topos.builders.clos import fattree, leafspine
 from topos.builders.hpn7 import hpn7
+from topos.keyvalue import parse_value
 from topos.model import FabricSpec
 
 FabricBuilderFn = Callable[..., FabricSpec]
@@ -51,24 +52,8 @@ def parse_scale(items: list[str]) -> dict[str, Any]:
         raise ValueError(f"scale parameters must look like key=value: {', '.join(bad)}")
     for item in items:
         key, text = item.split("=", 1)
-        params[key.strip().replace("-", "_")] = _value(text.strip())
+        params[key.strip().replace("-", "_")] = parse_value(text.strip())
     return params
-
-
-def _value(text: str) -> Any:
-    lowered = text.lower()
-    if lowered in ("true", "yes", "on"):
-        return True
-    if lowered in ("false", "no", "off"):
-        return False
-    if lowered == "none":
-        return None
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
 
 
 def _builder(name: str) -> FabricBuilderFn:

@@ -1,15 +1,30 @@
 """Mininet integration: a FabricSpec becomes a network of P4 switch nodes and NIC hosts.
 
-- `targets`: the switch programs (p4switch, BMv2) and their argv;
 - `nodes`: the P4 switch node (start, readiness probe, SIGTERM/SIGKILL stop) and the NIC host;
 - `network`: FabricNetwork, the build/start/stop lifecycle with signal handling;
-- `runstate` / `cleanup`: records of what a run created, and `fabric-lab clean`.
+- `procs`: starting processes that end with the lab (parent-death signal), stopping them;
+- `runstate` / `cleanup` / `leftovers`: records of what a run created, `fabric-lab clean`, and
+  what a new run does with a killed run's leftovers.
+
+The names below are imported on first use, so `topos.mininet.procs` and `runstate` can be used
+without loading Mininet.
 """
 
-from topos.mininet.cleanup import clean
-from topos.mininet.network import FabricNetwork
-from topos.mininet.nodes import FabricHost, P4Switch, SwitchStartError
-from topos.mininet.targets import BMV2, P4SWITCH, TARGETS, Target, select_target
+from __future__ import annotations
 
-__all__ = ["BMV2", "P4SWITCH", "TARGETS", "FabricHost", "FabricNetwork", "P4Switch",
-           "SwitchStartError", "Target", "clean", "select_target"]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "FabricHost": "nodes", "P4Switch": "nodes",
+    "SwitchStartError": "nodes", "FabricNetwork": "network", "clean": "cleanup",
+    "LeftoverError": "leftovers",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)

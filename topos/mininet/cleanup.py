@@ -80,7 +80,8 @@ def _stop_host(rec: ProcessRecord, timeout: float, report: CleanReport) -> None:
                               f"({stop_pid(rec.pid, timeout, first=signal.SIGHUP)})")
 
 
-def _clean_run(state: RunState, timeout: float, report: CleanReport) -> set[str]:
+def clean_run(state: RunState, timeout: float, report: CleanReport) -> set[str]:
+    """Stop what `state` recorded (switches, then host and node shells); returns its interfaces."""
     for rec in state.processes:
         if rec.kind == "switch" and rec.alive():
             report.stopped.append(f"switch {rec.name} pid {rec.pid} "
@@ -105,7 +106,7 @@ def remove_interfaces(names: set[str]) -> list[str]:
     return removed
 
 
-def _live_interfaces(directory: Path | None) -> set[str]:
+def live_interfaces(directory: Path | None) -> set[str]:
     """Interfaces of runs still alive, in `directory` and in the default run directories."""
     dirs = {d.resolve() for d in (directory or run_dir(), run_dir(), DEFAULT_RUN_DIR)}
     return {name for d in dirs for state in load_all(d) if state.owner.alive()
@@ -117,14 +118,14 @@ def clean(directory: Path | None = None, *, force: bool = False, plans: bool = T
     """Clean every recorded run in `directory` (default: the run directory)."""
     report = CleanReport()
     names: set[str] = plan_interfaces() if plans else set()
-    in_use = _live_interfaces(directory)
+    in_use = live_interfaces(directory)
     for state in load_all(directory):
         if state.owner.alive() and not force:
             report.skipped.append(f"{state.fabric} run of pid {state.owner.pid}: still running "
                                   f"(use --force to clean it anyway)")
             continue
         in_use -= set(state.interfaces)
-        names |= _clean_run(state, timeout, report)
+        names |= clean_run(state, timeout, report)
         state.remove()
         report.runs.append(str(state.path))
     report.interfaces = remove_interfaces(names - in_use)

@@ -1,7 +1,7 @@
 """A fabric spread over several servers with Mininet Cluster Edition (`mininet.examples.cluster`).
 
     opts = ClusterOptions(["localhost", "server2"])
-    with ClusterNetwork(spec, select_target("auto"), cluster=opts) as net:
+    with ClusterNetwork(spec, P4SWITCH, cluster=opts) as net:
         ...                                   # same API as FabricNetwork
 
 The network is a `MininetCluster`; nodes on this machine are the lab's usual nodes, nodes on
@@ -32,6 +32,7 @@ from typing import Any
 
 from mininet.examples.cluster import MininetCluster, RemoteMixin
 
+from targets import Target
 from topos.mininet.cluster_nodes import (
     THRIFT_SHIFT,
     GreTunnelLink,
@@ -43,7 +44,6 @@ from topos.mininet.cluster_servers import ClusterError, LocalServer, SshServer
 from topos.mininet.network import FabricNetwork, _warn_once, signals_deferred
 from topos.mininet.runstate import run_dir
 from topos.mininet.shaping import netem_available, tc_batch
-from topos.mininet.targets import Target
 from topos.model import FabricSpec, Link
 from topos.placement import LOCALHOST, Placement, parse_servers, place
 
@@ -114,9 +114,10 @@ class ClusterNetwork(FabricNetwork):
     def __init__(self, spec: FabricSpec, target: Target | None, *,
                  cluster: ClusterOptions | None = None, **kwargs: Any):
         super().__init__(spec, target, **kwargs)
-        self.options = cluster or active_cluster()
-        if self.options is None:
+        options = cluster or active_cluster()
+        if options is None:
             raise ClusterError("ClusterNetwork needs ClusterOptions (servers)")
+        self.options: ClusterOptions = options
         self.placement: Placement = place(spec, list(self.options.servers),
                                           self.options.placement)
         self.servers = Servers()
@@ -126,6 +127,7 @@ class ClusterNetwork(FabricNetwork):
     def _build(self) -> None:
         self._connect()
         super()._build()
+        assert self.net is not None and self.state is not None  # made by start() and _build()
         for link in self.net.links:  # ssh tunnels, for `fabric-lab clean` after a hard kill
             if isinstance(getattr(link, "tunnel", None), subprocess.Popen):
                 self.state.add(link.tunnel.pid, "node", f"tunnel {link.intf1.name}")
@@ -147,6 +149,7 @@ class ClusterNetwork(FabricNetwork):
                                ssh_config=self.options.ssh_config)
             self.servers[name] = server
             server.connect()
+            assert server.master is not None  # connect() started it or raised
             self.state.add(server.master.pid, "node", f"ssh {name}")
             server.forward(self._forwards(name, ip))
         self.state.save()
@@ -187,6 +190,7 @@ class ClusterNetwork(FabricNetwork):
     def _record(self, node: Any, kind: str) -> None:
         if isinstance(node, RemoteMixin) and node.isRemote:
             # its pid is on the other server: record the local ssh client holding its shell
+            assert self.state is not None  # start() records the run before building
             self.state.add(node.shell.pid, "node", f"{node.name}@{node.server}")
         else:
             super()._record(node, kind)

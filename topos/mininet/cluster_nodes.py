@@ -153,6 +153,7 @@ class SshTunnelLink(RemoteSSHLink):
         self.cmd = argv
         tunnel = s1.popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, start_new_session=True)
+        assert tunnel.stdout is not None and tunnel.stderr is not None  # both are pipes
         if tunnel.stdout.read(1) != b"@":
             tunnel.wait()
             err = tunnel.stderr.read().decode(errors="replace").strip()

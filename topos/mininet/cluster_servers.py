@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from topos.mininet.procs import stop_pid
+from topos.mininet.procs import spawn, stop_pid
 from topos.mininet.runstate import running
 
 REMOTE_ENV = ("PYTHONPATH",)  # variables a remote process gets from the caller's `env`
@@ -51,7 +51,8 @@ class LocalServer:
         return done
 
     def popen(self, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen:
-        return subprocess.Popen(list(argv), **kwargs)
+        """A process on this machine, ending with us (`topos.mininet.procs.spawn`)."""
+        return spawn(list(argv), **kwargs)
 
     def __repr__(self) -> str:
         return f"LocalServer({self.name})"
@@ -102,6 +103,7 @@ class SshServer:
         while subprocess.run(check, stdin=subprocess.DEVNULL, capture_output=True,
                              check=False).returncode != 0:
             if self.master.poll() is not None:
+                assert self.master.stderr is not None  # started with stderr=PIPE
                 err = self.master.stderr.read().decode(errors="replace").strip()
                 self.master = None
                 raise ClusterError(f"cannot ssh to {self.dest} ({self.name}): "

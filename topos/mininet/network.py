@@ -1,11 +1,12 @@
 """Turn a FabricSpec into a running Mininet network, and take it down on every exit path.
 
-    with FabricNetwork(spec, select_target("auto")) as net:
+    with FabricNetwork(spec, P4SWITCH) as net:
         net.host("h0n0").popen([...])
 
 One namespace per NIC (Mininet host named after the NIC), switch nodes in the root namespace,
-tc rate/delay/queue where the model sets them (see `shaping`). Before anything is created a run-state file
-lists every interface name; every process started is added to it, so `fabric-lab clean` can
+tc rate/delay/queue where the model sets them (see `shaping`). Before anything is created, what a
+killed run left is cleaned or refused (`leftovers`) and a run-state file lists every interface
+name; every process started is added to it, so `fabric-lab clean` can
 remove what a SIGKILLed run left. SIGTERM and SIGHUP are turned into SystemExit while the network
 runs (as SIGINT is into KeyboardInterrupt), so `with` blocks and try/finally clean up.
 """
@@ -25,11 +26,12 @@ from typing import Any
 
 from mininet.net import Mininet
 
+from targets import Target
+from topos.mininet.leftovers import LeftoverError, clear_dead_runs, refuse_unrecorded
 from topos.mininet.nodes import FabricHost, P4Switch
-from topos.mininet.patch import PatchedLink
+from topos.mininet.patch import PatchedLink, PatchError, patch_names
 from topos.mininet.runstate import RunState
 from topos.mininet.shaping import netem_available, run_tc_batch, tc_batch
-from topos.mininet.targets import Target
 from topos.model import FabricSpec, Link
 
 
@@ -117,9 +119,17 @@ class FabricNetwork:
         self._signals = contextlib.ExitStack()
         self._signals.enter_context(exit_on_signals())
         try:
+            self._clear_leftovers()
             self.state = RunState.create(self.spec.name, self.interfaces(), self.run_dir)
             self._build()
-            self.net.build()
+            assert self.net is not None  # _build() made it
+            try:
+                self.net.build()
+            except PatchError as err:
+                if "File exists" not in str(err):
+                    raise
+                raise LeftoverError(f"{err} (an interface of another network is in the way: "
+                                    f"`sudo fabric-lab clean` removes the lab's)") from None
             self._shape_links()
             self.net.start()
         except BaseException:
@@ -127,9 +137,22 @@ class FabricNetwork:
             raise
         return self
 
+    def _clear_leftovers(self) -> None:
+        """Before creating anything: clean up after killed runs (one line each), refuse when a
+        live run or something unrecorded is in the way (`topos.mininet.leftovers`)."""
+        names = self.interfaces()
+        clear_dead_runs(names, self.run_dir, timeout=self.stop_timeout,
+                        say=lambda line: print(line, file=sys.stderr, flush=True))
+        ports = [] if self.target is None else [
+            (sw.name, what, port) for sw in self.spec.switches
+            for what, port in (("gRPC", sw.grpc_port), ("thrift", sw.thrift_port))]
+        refuse_unrecorded(names, [p for ln in self.spec.links for p in patch_names(ln.a.intf)],
+                          ports)
+
     def _build(self) -> None:
         """Nodes and links; `_mininet`, `_node_params` and `_record` are what a network spread
         over several servers (`topos.mininet.cluster`) changes."""
+        assert self.state is not None  # start() records the run before building
         self.net = self._mininet()
         all_nics = self.spec.host_nics()
         for nic in all_nics:
@@ -165,6 +188,7 @@ class FabricNetwork:
         return {}
 
     def _record(self, node: Any, kind: str) -> None:
+        assert self.state is not None  # start() records the run before building
         self.state.add(node.pid, kind, node.name)
 
     def _shape_links(self) -> None:
@@ -187,6 +211,7 @@ class FabricNetwork:
         run_tc_batch(lines, ["mnexec", "-a", str(self.host(ns).pid)] if ns else None)
 
     def _started(self, pid: int, name: str) -> None:
+        assert self.state is not None  # switches start after start() recorded the run, stop after
         self.state.add(pid, "switch", name)
         self.state.save()
 

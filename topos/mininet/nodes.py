@@ -3,6 +3,8 @@
 Switch nodes live in the root namespace (as Mininet switches normally do): their interfaces
 `<switch>-eth<port>` are root-namespace veth ends, and the target process runs there too, started
 from an argv list in its own session. Each host (NIC) node is a network namespace of its own.
+The target, the nodes' shells and whatever runs in a node end with the process that built the
+network, also when it is killed (`OwnedProcesses`).
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from typing import Any
 
 from mininet.node import Host, Switch
 
-from topos.mininet.procs import signal_group, stop_child
-from topos.mininet.targets import Target
+from targets import Target
+from topos.mininet.procs import signal_group, spawn, stop_child
 from topos.model import Nic
 from topos.model import Switch as SwitchModel
 
@@ -46,7 +48,29 @@ def grpc_listening(port: int, host: str = "127.0.0.1") -> bool:
         return False
 
 
-class P4Switch(Switch):
+class OwnedProcesses:
+    """Node mix-in: the node's shell and everything started in it (`popen`) end with the process
+    that made the network, also on SIGKILL (`topos.mininet.procs.spawn`).
+
+    Mininet's `popen` runs `mnexec -da PID CMD`, and `mnexec -d` forks when it leads its process
+    group (as with `start_new_session=True`): the parent-death setting would stay with the exiting
+    fork and `Popen.pid` would name it. So `popen` attaches with `mnexec -a` and detaches through
+    Popen's own `setsid` (the same new session `-d` gives), and `mnexec` execs the command itself.
+    """
+
+    pid: int
+
+    def _popen(self, cmd: list[str], **params: Any) -> subprocess.Popen:
+        return spawn(cmd, **params)
+
+    def popen(self, *args: Any, **kwargs: Any) -> subprocess.Popen:
+        if "mncmd" not in kwargs:
+            kwargs["mncmd"] = ["mnexec", "-a", str(self.pid)]
+            kwargs["start_new_session"] = True
+        return super().popen(*args, **kwargs)  # type: ignore[misc]
+
+
+class P4Switch(OwnedProcesses, Switch):
     """A switch node whose data plane is a Target process (p4switch or simple_switch_grpc).
 
     `target=None` starts no process and only prepares the ports: a hosts-and-links mode for tests
@@ -96,8 +120,8 @@ class P4Switch(Switch):
                                      log_console=self.log_console)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=log,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = spawn(self.argv, stdin=subprocess.DEVNULL, stdout=log,
+                              stderr=subprocess.STDOUT, start_new_session=True)
         if self.on_start:
             self.on_start(self.proc.pid)
 
@@ -156,7 +180,7 @@ class P4Switch(Switch):
         return switches
 
 
-class FabricHost(Host):
+class FabricHost(OwnedProcesses, Host):
     """One NIC as a namespace: its ports, IPv4 and MAC from the plan, static ARP to every other
     NIC, a default route out of the NIC (multipath over both ports of a dual-port NIC), checksum
     and segmentation offloads off, IPv6 off."""

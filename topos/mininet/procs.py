@@ -1,14 +1,96 @@
-"""Stopping processes: SIGTERM, wait up to a timeout, then SIGKILL. Waits use pidfds, not sleeps."""
+"""Starting and stopping the lab's processes.
+
+- `spawn(argv, **popen_kwargs)`: `subprocess.Popen` for a process that must not outlive us
+  (switch targets, traffic workers, anything in a host's namespace). The child asks the kernel
+  for SIGKILL when its parent dies (`prctl(PR_SET_PDEATHSIG)`, set by `setpriv` before it
+  execs the command), so a `kill -9` of the lab takes its processes along. The kernel counts
+  the *thread* that forked as the parent: spawns from other threads than the main one are made
+  by one long-lived spawner thread, so a worker thread that ends does not take its children
+  with it. The setting survives `exec` (not of set-user-ID programs), so it reaches BMv2
+  unchanged and what `ip netns exec`, `nsenter` and `mnexec` exec into, but not a process that
+  forks and lets its parent exit (`mnexec -d` as a process group leader does; see
+  `topos.mininet.nodes`).
+- `stop_child` / `stop_pid`: SIGTERM, wait up to a timeout, then SIGKILL. Waits use pidfds.
+"""
 
 from __future__ import annotations
 
 import os
+import queue
 import select
+import shutil
 import signal
 import subprocess
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+SETPRIV = shutil.which("setpriv")  # util-linux, on every Debian/Ubuntu
 
 
-def _wait_gone(pid: int, timeout: float) -> bool:
+def pdeathsig_argv(argv: Sequence[str], sig: int = signal.SIGKILL) -> list[str]:
+    """`argv` run through `setpriv --pdeathsig`: the process asks for `sig` when its parent goes,
+    then execs `argv`. Not a `preexec_fn`: that makes subprocess fork() instead of vfork(), and
+    fork() runs grpc's at-fork handlers, which deadlock in a process with live grpc threads."""
+    if SETPRIV is None:
+        return list(argv)
+    return [SETPRIV, f"--pdeathsig={signal.Signals(sig).name}", "--", *argv]
+
+
+class _Spawner:
+    """One daemon thread that lives as long as the process and makes every off-main-thread
+    spawn, so the parent the kernel watches is never a short-lived thread."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future]] = queue.SimpleQueue()
+        threading.Thread(target=self._loop, name="fabric-lab-spawner", daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            job, done = self.jobs.get()
+            try:
+                done.set_result(job())
+            except BaseException as err:  # handed to the caller
+                done.set_exception(err)
+
+    def call(self, job: Callable[[], Any]) -> Any:
+        done: Future = Future()
+        self.jobs.put((job, done))
+        return done.result()
+
+
+_spawner: _Spawner | None = None
+_spawner_lock = threading.Lock()
+
+
+def _reset_after_fork() -> None:
+    global _spawner, _spawner_lock
+    _spawner, _spawner_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def _spawner_thread() -> _Spawner:
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None:
+            _spawner = _Spawner()
+        return _spawner
+
+
+def spawn(argv: Sequence[str], *, pdeathsig: int = signal.SIGKILL,
+          **kwargs: Any) -> subprocess.Popen:
+    """`subprocess.Popen(argv, **kwargs)` whose process gets `pdeathsig` when we exit, however
+    we exit (also SIGKILL)."""
+    full = pdeathsig_argv(argv, pdeathsig)
+    if threading.current_thread() is threading.main_thread():
+        return subprocess.Popen(full, **kwargs)
+    return _spawner_thread().call(lambda: subprocess.Popen(full, **kwargs))
+
+
+def wait_gone(pid: int, timeout: float) -> bool:
     """Wait until `pid` exits (works for processes that are not our children)."""
     try:
         fd = os.pidfd_open(pid)
@@ -49,8 +131,8 @@ def stop_pid(pid: int, timeout: float, *, group: bool = False,
     """Stop a process that is not our child with `first` (SIGHUP for an interactive shell),
     SIGKILL after `timeout`; returns "terminated" or "killed"."""
     signal_group(pid, first, group)
-    if _wait_gone(pid, timeout):
+    if wait_gone(pid, timeout):
         return "terminated"
     signal_group(pid, signal.SIGKILL, group)
-    _wait_gone(pid, timeout)
+    wait_gone(pid, timeout)
     return "killed"

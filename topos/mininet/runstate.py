@@ -38,7 +38,9 @@ def start_ticks(pid: int) -> int | None:
 def running(pid: int, ticks: int) -> bool:
     """Is `pid` the process that started at `ticks`, and not a zombie waiting to be reaped?"""
     fields = _stat(pid)
-    return bool(fields) and fields[0] not in ("Z", "X") and int(fields[19]) == ticks
+    if not fields:
+        return False
+    return fields[0] not in ("Z", "X") and int(fields[19]) == ticks
 
 
 def netns_inode(pid: int) -> int | None:
@@ -107,15 +109,32 @@ class RunState:
 
     @classmethod
     def load(cls, path: Path) -> RunState:
-        data = json.loads(path.read_text())
+        return cls.from_dict(json.loads(path.read_text()), path)
+
+    @classmethod
+    def from_dict(cls, data: dict, path: Path | None = None) -> RunState:
+        """The state from the JSON object of a run-state file."""
         return cls(fabric=data["fabric"], owner=ProcessRecord(**data["owner"]),
                    interfaces=list(data["interfaces"]),
                    processes=[ProcessRecord(**p) for p in data["processes"]],
                    created=data["created"], path=path)
 
 
+class RunStateError(ValueError):
+    """A run-state file that cannot be read (the message names it and how to remove it)."""
+
+
 def load_all(directory: Path | None = None) -> list[RunState]:
     directory = directory or run_dir()
     if not directory.is_dir():
         return []
-    return [RunState.load(p) for p in sorted(directory.glob("*.json"))]
+    states = []
+    for path in sorted(directory.glob("*.json")):
+        try:
+            states.append(RunState.load(path))
+        except FileNotFoundError:
+            continue  # its run ended meanwhile
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise RunStateError(f"{path}: not a readable run-state file ({err}); "
+                                f"remove it: `sudo rm {path}`") from None
+    return states

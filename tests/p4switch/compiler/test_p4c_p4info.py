@@ -15,7 +15,7 @@ from p4.config.v1 import p4info_pb2
 
 from p4switch.compiler import P4CompileError, compile_program
 from p4switch.p4info import build_p4info, p4info_text
-from p4switch.p4info_compare import diff_p4info
+from p4switch.p4info.compare import diff_p4info
 
 TESTDATA = Path(os.environ["P4C_TESTDATA"]) if os.environ.get("P4C_TESTDATA") else None
 GOLDEN = sorted((TESTDATA / "p4_16_samples_outputs").glob("*-bmv2.p4.p4info.txtpb")) \

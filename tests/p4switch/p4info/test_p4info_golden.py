@@ -10,7 +10,7 @@ from p4.config.v1 import p4info_pb2
 from p4info_models import MODELS
 
 from p4switch.p4info import build_p4info, p4info_text
-from p4switch.p4info_compare import diff_p4info, same_order
+from p4switch.p4info.compare import diff_p4info, same_order
 
 GOLDEN = Path(__file__).parent / "golden"
 

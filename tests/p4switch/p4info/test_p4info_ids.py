@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from p4switch import p4info_ids as ids
 from p4switch.cpmodel import (
     Action,
     ActionProfile,
@@ -15,8 +14,8 @@ from p4switch.cpmodel import (
     Param,
     Table,
 )
-from p4switch.p4info import build_p4info
-from p4switch.p4info_index import P4InfoIndex
+from p4switch.p4info import build_p4info, ids
+from p4switch.p4info.index import P4InfoIndex
 
 
 def test_jenkins_matches_p4c_ids() -> None:

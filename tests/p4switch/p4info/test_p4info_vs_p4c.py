@@ -19,7 +19,7 @@ from p4.config.v1 import p4info_pb2
 
 from p4switch.compiler import compile_program
 from p4switch.p4info import build_p4info, p4info_text
-from p4switch.p4info_compare import diff_p4info
+from p4switch.p4info.compare import diff_p4info
 
 HERE = Path(__file__).parent
 REPO = HERE.parents[2]

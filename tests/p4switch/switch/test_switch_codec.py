@@ -25,7 +25,7 @@ from p4switch.cpmodel import (
     Table,
 )
 from p4switch.p4info import build_p4info
-from p4switch.p4info_index import P4InfoIndex
+from p4switch.p4info.index import P4InfoIndex
 from p4switch.runtime import RuntimeState
 from p4switch.runtime.errors import RuntimeApiError
 from p4switch.server.entities import EntityCodec

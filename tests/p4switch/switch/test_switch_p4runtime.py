@@ -13,7 +13,7 @@ from sw_netenv import drain, raw_socket, recv_frames
 from sw_p4rt import PROGRAMS, Client, compile_program, load_p4info, update
 from sw_proc import SwitchProcess
 
-from p4switch.p4info_index import P4InfoIndex
+from p4switch.p4info.index import P4InfoIndex
 
 pytestmark = pytest.mark.root
 

@@ -1,0 +1,1 @@
+"""ECMP hashing imbalance on one switch: `experiment`."""

@@ -1,0 +1,156 @@
+"""What an experiment is, and how one run of it is carried out.
+
+An experiment module defines its parameters (with a `quick` variant), a `run` that measures and
+writes CSV files into the result directory, and a `plot` that draws PNGs from those files alone —
+so a result directory always holds everything needed to redraw its plots without rerunning.
+
+The switch target is resolved once, before the run: `auto` is p4switch (the embedded default,
+as in `fabric-lab up`), `bmv2` only when asked for. The run sees the resolved name in
+`RunContext.target` and `params.json` records it (and `target_requested` when that differs).
+An experiment that drives no switch processes lists the targets it computes on in `targets`;
+asked for another, it runs on its own and says so.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from experiments.framework.results import ResultDir, allocate
+from targets import TargetError, get_target
+from topos.builders import build_fabric, fabric_parameters
+from topos.keyvalue import parse_value
+from topos.model import FabricSpec
+
+
+@dataclass
+class RunContext:
+    """What a running experiment gets: its parameters, where to write, how to report progress.
+    `target` is resolved: "p4switch" or "bmv2", never "auto"."""
+
+    out: ResultDir
+    params: dict[str, Any]
+    quick: bool
+    target: str
+    fabric: str | None
+    progress: Callable[[str], None] = print
+
+
+@dataclass
+class Experiment:
+    name: str
+    summary: str  # what it shows, one sentence
+    duration: str  # e.g. "about 1 min with --quick, 10 min in full"
+    defaults: Mapping[str, Any]
+    quick: Mapping[str, Any]  # overrides of defaults for --quick
+    run: Callable[[RunContext], None]
+    plot: Callable[[ResultDir], list[Path]]
+    fabrics: tuple[str, ...] = ()  # fabrics it can run on; empty: it needs none
+    needs_root: bool = False
+    # the switch targets it runs on; ("p4switch",) for one that computes in p4switch's engine
+    targets: tuple[str, ...] = ("p4switch", "bmv2")
+    tags: tuple[str, ...] = field(default_factory=tuple)
+    scalable: bool = True  # takes --scale (fabric scale parameters) for the fabrics it builds
+
+
+class ExperimentError(Exception):
+    """Bad experiment arguments (unknown parameter, fabric it cannot run on, ...)."""
+
+
+def scaled_fabric(name: str, params: Mapping[str, Any], base: Mapping[str, Any] | None = None,
+                  **fixed: Any) -> FabricSpec:
+    """Fabric `name` built from `base`, then the run's `--scale` (`params["scale"]`, the keys
+    this fabric takes), then `fixed`: what the experiment itself sets, which --scale may not."""
+    known = fabric_parameters(name)
+    scale = {k: v for k, v in params.get("scale", {}).items() if k in known}
+    clash = sorted(set(scale) & set(fixed))
+    if clash:
+        raise ExperimentError(f"--scale {', '.join(clash)}: the experiment sets it for {name} "
+                              f"(see its -p parameters)")
+    return build_fabric(name, **{**(base or {}), **scale, **fixed})
+
+
+def check_scale(experiment: Experiment, fabric: str | None, scale: Mapping[str, Any]) -> None:
+    """Every --scale key must be a parameter of a fabric the run builds."""
+    if not scale:
+        return
+    if not experiment.scalable or not experiment.fabrics:
+        raise ExperimentError(f"{experiment.name} builds its own fabric: it takes no --scale")
+    fabrics = [fabric] if fabric else list(experiment.fabrics)
+    unknown = sorted(k for k in scale if not any(k in fabric_parameters(f) for f in fabrics))
+    if unknown:
+        raise ExperimentError(f"--scale {', '.join(unknown)}: not a parameter of "
+                              f"{', '.join(fabrics)} (fabric-lab show FABRIC --help lists them)")
+
+
+def resolve_params(experiment: Experiment, quick: bool, overrides: Mapping[str, str]) -> dict[str, Any]:
+    """Defaults, then the quick variant, then `key=value` overrides converted to the default's type."""
+    params = dict(experiment.defaults)
+    if quick:
+        params.update(experiment.quick)
+    unknown = sorted(set(overrides) - set(params))
+    if unknown:
+        raise ExperimentError(
+            f"{experiment.name}: unknown parameter(s) {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(params))}")
+    for key, text in overrides.items():
+        params[key] = _convert(key, text, params[key])
+    return params
+
+
+def _convert(key: str, text: str, default: Any) -> Any:
+    try:
+        return parse_value(text, default)
+    except ValueError as err:
+        raise ExperimentError(f"parameter {key}: {err}") from None
+
+
+def execute(experiment: Experiment, *, quick: bool = False, target: str = "auto",
+            fabric: str | None = None, out: Path | None = None, base: Path = Path("results"),
+            overrides: Mapping[str, str] | None = None,
+            progress: Callable[[str], None] = print,
+            scale: Mapping[str, Any] | None = None) -> ResultDir:
+    """Run one experiment into a fresh result directory and draw its plots; `scale` changes the
+    scale of the fabrics it builds (recorded as the parameter `scale`)."""
+    params = resolve_params(experiment, quick, overrides or {})
+    check_scale(experiment, fabric, scale or {})
+    if scale:
+        params["scale"] = dict(scale)
+    if fabric is not None and experiment.fabrics and fabric not in experiment.fabrics:
+        raise ExperimentError(f"{experiment.name} runs on {', '.join(experiment.fabrics)}, not {fabric}")
+    resolved = resolve_experiment_target(experiment, target)
+    result = ResultDir(allocate(experiment.name, out, base))
+    requested = {"target_requested": target} if target != resolved else {}  # what was typed
+    result.write_params(experiment.name, params, quick=quick, target=resolved, fabric=fabric,
+                        target_versions=get_target(resolved).versions(), status="running",
+                        **requested)
+    if target not in ("auto", resolved):
+        progress(f"{experiment.name}: computes on {resolved} (no {target} switches): "
+                 f"target {resolved} recorded")
+    started = time.monotonic()
+    progress(f"{experiment.name}: writing to {result.path}")
+    try:
+        experiment.run(RunContext(result, params, quick, resolved, fabric, progress))
+        plots = experiment.plot(result)
+    except BaseException as error:
+        result.update_params(status="failed", error=f"{type(error).__name__}: {error}",
+                             duration_s=round(time.monotonic() - started, 3))
+        raise
+    result.update_params(status="complete", duration_s=round(time.monotonic() - started, 3),
+                         plots=[plot.name for plot in plots])
+    progress(f"{experiment.name}: done in {time.monotonic() - started:.1f} s, "
+             f"{len(plots)} plot(s) in {result.path}")
+    return result
+
+
+def resolve_experiment_target(experiment: Experiment, target: str) -> str:
+    """The target a run of `experiment` uses: `auto` is p4switch; a target the experiment does
+    not run on gives its first target (it drives no switch processes)."""
+    try:
+        resolved = get_target(target).name
+    except TargetError as err:
+        raise ExperimentError(str(err)) from None
+    return resolved if resolved in experiment.targets else experiment.targets[0]

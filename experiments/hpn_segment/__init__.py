@@ -1,0 +1,1 @@
+"""An HPN 7.0 segment: `experiment`, `plots`."""

@@ -1,0 +1,1 @@
+"""Incast, ECN and PFC: `experiment`, `lab` (the congestion fabric), `trial`, `drops`, `plots`."""

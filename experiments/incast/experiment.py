@@ -1,0 +1,104 @@
+"""Experiment `incast`: N-to-1 RoCEv2 incast under {no ECN/no PFC, ECN only, PFC only, ECN+PFC}.
+
+    fabric-lab run incast --quick          # about a minute: 3 senders, 100 KB each
+    fabric-lab run incast -p settings=pfc,ecn+pfc -p xoff=8
+
+A two-leaf, one-spine fabric on Mininet + p4switch (`incast_lab`): the senders share the first
+leaf, the receiver sits on the second, and the switch queue towards the receiver (host_pps) is
+the bottleneck; the fabric links are faster (fabric_pps). p4switch by default (`auto`): its
+traffic manager pauses queues and counts tail drops. `--target bmv2`: BMv2 can neither pause a
+queue nor count its drops, so the pause agents (controller/pfc_agent.py) slow a paused queue to
+`bmv2_paused_share` of its rate, and drops come from the P4 counters' balance
+(`incast_drops`); `drops_counted_by` names the source. docs/mechanisms/pfc.md compares both.
+A victim flow shares the leaf uplink and the spine downlink with the incast but not the
+congested port, so PFC's head-of-line blocking shows as its slowdown. Output:
+- `summary.csv`: per setting drops (congested port, rest of the fabric) and how they were counted,
+  the counter balances, packets the senders resent, receiver losses, complete
+  messages, completion time, goodput, peak queues, ECN marks, CNPs, host pause frames and paused
+  time, spine paused time, victim throughput before/during the incast;
+- `timeseries.csv`: the telemetry samples (t from the incast start);
+- `queues.png`, `throughput.png`, `summary.png`.
+
+The receiver stops when every message is complete, or after `idle_s` without data: long enough
+for the senders' go-back-N to resend a lost tail after a few doubled timeouts (0.5 + 1 + 2 + 4 s).
+
+Thresholds in packets (scaled as BDP multiples): ECN kmin 5 / kmax 20 / pmax 0.2; PFC XOFF 10,
+XON 4. The dequeue-time XOFF rule (p4src/include/pfc.p4) sees a crossing one queue residence
+late, while packets keep coming at up to the fabric rate: XOFF x fabric_pps / host_pps must stay
+within the queue depth, or the congested port drops before its pause takes effect (exercise:
+`-p xoff=24 -p xon=10` and watch drops_congested).
+"""
+
+from __future__ import annotations
+
+from experiments.framework import Experiment, ExperimentError, RunContext
+from experiments.framework.telemetry import COLUMNS
+from experiments.incast.lab import CongestionLab, incast_fabric
+from experiments.incast.plots import plot
+from experiments.incast.trial import SETTINGS, SUMMARY_FIELDS, run_trial
+
+SERIES_FIELDS = ["setting", *COLUMNS]
+
+
+def run(ctx: RunContext) -> None:
+    params = ctx.params
+    target = ctx.target  # resolved by the framework: p4switch or bmv2
+    unknown = [s for s in params["settings"] if s not in SETTINGS]
+    if unknown:
+        raise ExperimentError(f"unknown setting(s) {', '.join(unknown)}; "
+                              f"choose from {', '.join(SETTINGS)}")
+    headroom = params["xoff"] * params["fabric_pps"] / params["host_pps"]
+    if headroom > params["depth"]:
+        ctx.progress(f"incast: warning: XOFF {params['xoff']} x fabric/host rate "
+                     f"{params['fabric_pps']}/{params['host_pps']} = {headroom:g} packets "
+                     f"exceeds the {params['depth']}-packet queue: PFC may not be lossless")
+    spec, roles = incast_fabric(params["senders"])
+    summaries, series = [], []
+    with CongestionLab(spec, host_pps=params["host_pps"], fabric_pps=params["fabric_pps"],
+                       depth=params["depth"], link_mbps=params["link_mbps"],
+                       log_dir=ctx.out.path / "logs", target=target,
+                       paused_share=params["bmv2_paused_share"]) as lab:
+        ctx.progress(f"incast: fabric up ({len(spec.switches)} switches), "
+                     f"{len(roles.senders)} senders -> {roles.receiver}")
+        nics = [*roles.senders, roles.receiver, roles.victim_src, roles.victim_dst]
+        agents = {nic: lab.agent(nic) for nic in nics}
+        for setting in params["settings"]:
+            result = run_trial(lab, roles, setting, params, agents)
+            summaries.append(result.summary)
+            series += result.series
+            s = result.summary
+            ctx.progress(f"incast: {setting}: {drops_text(s)}, {s['lost']} lost at the "
+                         f"receiver, {s['messages_complete']}/{s['senders']} messages complete in "
+                         f"{s['completion_s']} s, peak queue {s['peak_queue_congested']}, "
+                         f"victim {s['victim_mbps_before']} -> {s['victim_mbps_during']} Mb/s")
+            ctx.out.write_csv("summary.csv", summaries, SUMMARY_FIELDS)
+            ctx.out.write_csv("timeseries.csv", series, SERIES_FIELDS)
+
+
+def drops_text(summary: dict) -> str:
+    """The congested port's drops as a phrase, naming how they were counted."""
+    if summary["drops_congested"] is None:
+        return f"drops at the congested port not reported ({summary['drops_counted_by']})"
+    return (f"{summary['drops_congested']} drops at the congested port "
+            f"({summary['drops_counted_by']})")
+
+
+EXPERIMENT = Experiment(
+    name="incast",
+    summary="N-to-1 RoCEv2 incast with and without ECN/DCQCN and PFC: drops, completion, queues, "
+            "pauses and a victim flow's head-of-line blocking",
+    duration="about 1 min with --quick, 1.5 min in full; Mininet + p4switch or BMv2, root",
+    defaults={"settings": list(SETTINGS), "senders": 3, "message_kb": 200, "host_pps": 250,
+              "fabric_pps": 1000, "depth": 64, "link_mbps": 10.0,
+              "kmin": 5, "kmax": 20, "pmax": 0.2,
+              "xoff": 10, "xon": 4, "quanta": 1000, "refresh_us": 20_000,
+              "victim_pps": 100, "victim_s": 6.0, "victim_lead_s": 1.0, "idle_s": 8.0,
+              "sample_ms": 50, "bmv2_paused_share": 0.1},
+    quick={"message_kb": 100, "victim_s": 3.5},
+    run=run,
+    plot=plot,
+    fabrics=("leafspine",),
+    scalable=False,  # its fabric is built around the incast's roles
+    needs_root=True,
+    tags=("congestion", "ecn", "pfc", "mininet"),
+)

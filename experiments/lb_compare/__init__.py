@@ -1,0 +1,1 @@
+"""Load-balancing modes compared: `experiment`, `scenarios`, `plots`."""

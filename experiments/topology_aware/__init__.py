@@ -1,0 +1,1 @@
+"""Topology-aware placement: `experiment`, `paths` (the path model), `plots`."""

@@ -1,0 +1,165 @@
+"""A switch target: everything that differs between the switch programs the lab runs.
+
+A `Target` knows how to compile a P4 program into the artefacts a P4Runtime pipeline push
+carries (`compile`), how to start a switch (`argv`; both targets behave like BMv2's
+`simple_switch_grpc --no-p4`: one port per `-i PORT@INTF`, P4Runtime on `--grpc-server-addr`,
+the runtime CLI on `--thrift-port`, the pipeline later over P4Runtime), which runtime-CLI client
+talks to a running switch (`cli`), the versions of what it runs (`versions`), and what it can
+do (`caps`). Code outside this package asks the capabilities, never the target's name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from targets.programs import find_program
+
+if TYPE_CHECKING:
+    from p4.config.v1 import p4info_pb2
+
+    from targets.runtime_cli import RuntimeCli
+    from topos.model import Switch
+
+
+class TargetError(ValueError):
+    """An unknown target name."""
+
+
+class TargetUnavailable(RuntimeError):
+    """The target's programs are not installed."""
+
+
+class CompileError(RuntimeError):
+    """The target's compiler rejected the program, or is missing."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a target's data plane and P4Runtime server can do, as the lab's code needs to know."""
+
+    # The traffic manager pauses a queue on a received PFC frame. Without it the program punts
+    # PFC frames and the controller's pause agent slows the queue (controller/pfc_agent.py).
+    can_pause_queues: bool = False
+    # The traffic manager reports `queue_stats` (depth, tail drops, pause state) on the runtime
+    # CLI. Without it, drops are read from the P4 counters' balance.
+    reports_tm_stats: bool = False
+    # The switch answers runtime-CLI commands itself (cheap to poll from a view); without it,
+    # every client runs a CLI program of its own.
+    serves_runtime_cli: bool = False
+    # A packet that hits an action-selector group whose members are all deactivated (watch ports
+    # down) kills the switch: PI on BMv2 divides by the number of active members.
+    group_needs_live_member: bool = False
+    # Group reads give every member the watch port of the group's last member (PI f96af95,
+    # `DeviceMgrImp::action_profile_group_read`), so read-back watch ports cannot be compared.
+    group_reads_lose_watch_ports: bool = False
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """What the compiler made of a program: the P4Info and the target's device config."""
+
+    p4info: p4info_pb2.P4Info
+    device_config: bytes
+
+
+@dataclass(frozen=True)
+class Target(ABC):
+    """A switch program. `command` is the argv prefix, `requires` the programs that must exist
+    (the switch and its compiler), `switch_options` options of the switch model (priority
+    queues, ...) that the target places where its argv wants them."""
+
+    name: str
+    command: tuple[str, ...]
+    requires: tuple[str, ...]
+    caps: Capabilities
+    switch_options: tuple[str, ...] = ()
+    # where `--cpu-port` and `switch_options` go: after `--` (simple_switch_grpc's target
+    # options) or before it
+    target_options_after_separator: ClassVar[bool] = False
+
+    # ---- availability --------------------------------------------------------------------
+    def missing(self) -> list[str]:
+        """Required programs that cannot be found (empty when the target is usable)."""
+        return [prog for prog in self.requires if not find_program(prog)]
+
+    def available(self) -> bool:
+        return not self.missing()
+
+    def ensure_available(self) -> Target:
+        """This target, or TargetUnavailable naming what is missing."""
+        missing = self.missing()
+        if missing:
+            raise TargetUnavailable(f"target {self.name} is not available: "
+                                    f"{', '.join(missing)} not found on PATH")
+        return self
+
+    # ---- starting a switch ---------------------------------------------------------------
+    def argv(self, switch: Switch, ports: Mapping[int, str], *, pcap_dir: Path | None = None,
+             log_console: bool = False, extra: Sequence[str] = ()) -> list[str]:
+        """The full command line starting `switch` with `ports` (P4 port -> interface)."""
+        late = self.target_options_after_separator
+        argv = [find_program(self.command[0]) or self.command[0], *self.command[1:]]
+        model = list(self.switch_options)
+        cpu = ["--cpu-port", str(switch.cpu_port)]
+        if not late:
+            argv += model
+        for port, intf in sorted(ports.items()):
+            argv += ["-i", f"{port}@{intf}"]
+        argv += ["--device-id", str(switch.device_id), "--thrift-port", str(switch.thrift_port)]
+        if not late:
+            argv += cpu
+        if pcap_dir is not None:
+            argv += ["--pcap", str(pcap_dir)]
+        if log_console:
+            argv.append("--log-console")
+        argv += [*extra, "--no-p4", "--", "--grpc-server-addr", switch.grpc_addr]
+        return [*argv, *cpu, *model] if late else argv
+
+    @abstractmethod
+    def with_queues(self, priority_queues: int, pause_link_mbps: float) -> Target:
+        """This target with `priority_queues` queues per port; `pause_link_mbps` is the link
+        rate PFC pause quanta refer to, for a traffic manager that pauses."""
+
+    def without_queue_pause(self) -> Target:
+        """This target with a traffic manager that ignores received PFC frames (unchanged
+        where queues cannot pause)."""
+        return self
+
+    def with_options(self, *options: str) -> Target:
+        return dataclasses.replace(self, switch_options=(*self.switch_options, *options))
+
+    # ---- compiling -----------------------------------------------------------------------
+    @abstractmethod
+    def compile(self, program: Path, include_dirs: Sequence[str | Path] = ()) -> Compiled:
+        """Compile `program`; CompileError with the compiler's message when it fails."""
+
+    # ---- a running switch ----------------------------------------------------------------
+    @abstractmethod
+    def cli(self, thrift_port: int, timeout: float = 10.0) -> RuntimeCli:
+        """A runtime-CLI client for the switch listening on `thrift_port` (connects on the
+        first command; close it, or use it as a context manager)."""
+
+    # ---- provenance ----------------------------------------------------------------------
+    def versions(self) -> dict[str, str]:
+        """The versions of the programs the target runs, as each one's `--version` prints."""
+        out = {}
+        for program in self.requires:
+            path = find_program(program)
+            if path is None:
+                out[program] = "not installed"
+                continue
+            try:
+                done = subprocess.run([path, "--version"], capture_output=True, text=True,
+                                      timeout=10, check=False)
+            except (OSError, subprocess.SubprocessError) as err:
+                out[program] = f"unknown ({err})"
+                continue
+            lines = (done.stdout or done.stderr).strip().splitlines()
+            out[program] = " ".join(lines[-1].split()) if lines else "unknown"
+        return out

@@ -1,0 +1,52 @@
+"""p4switch, the lab's embedded v1model switch: compiled in-process, started as `p4switch`,
+its runtime CLI served by the switch itself, PFC pauses honoured by its traffic manager."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from targets.base import Capabilities, Compiled, CompileError, Target
+from targets.runtime_cli import RuntimeCli, SocketCli
+
+
+@dataclass(frozen=True)
+class P4SwitchTarget(Target):
+    """Every option goes before `--`; the device config is the bundle
+    `CompiledProgram.device_config()` returns, the P4Info built from its control-plane model."""
+
+    def with_queues(self, priority_queues: int, pause_link_mbps: float) -> Target:
+        return self.with_options("--priority-queues", str(priority_queues),
+                                 "--pfc-link-mbps", f"{pause_link_mbps:g}")
+
+    def without_queue_pause(self) -> Target:
+        return self.with_options("--no-pfc")
+
+    def compile(self, program: Path, include_dirs: Sequence[str | Path] = ()) -> Compiled:
+        try:
+            from p4switch.compiler import P4CompileError, compile_program
+            from p4switch.p4info import build_p4info
+        except ImportError as err:
+            raise CompileError(f"the p4switch compiler is not available ({err})") from None
+        try:
+            compiled = compile_program(program, include_dirs=list(include_dirs))
+        except P4CompileError as err:
+            raise CompileError(f"p4switch cannot compile {program}:\n{err}") from None
+        return Compiled(build_p4info(compiled.model), compiled.device_config())
+
+    def cli(self, thrift_port: int, timeout: float = 10.0) -> RuntimeCli:
+        return SocketCli(thrift_port, timeout)
+
+    def versions(self) -> dict[str, str]:
+        """p4switch is the lab's own package."""
+        try:
+            return {"p4switch": importlib.metadata.version("ai-fabric-lab")}
+        except importlib.metadata.PackageNotFoundError:
+            return {"p4switch": "not installed"}
+
+
+P4SWITCH = P4SwitchTarget(
+    "p4switch", ("p4switch",), requires=("p4switch",),
+    caps=Capabilities(can_pause_queues=True, reports_tm_stats=True, serves_runtime_cli=True))

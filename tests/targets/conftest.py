@@ -1,0 +1,75 @@
+"""A switch of any target, started from the target's own argv on free ports (no interfaces, so
+it meets no other switch), running ecmp.p4 pushed over P4Runtime."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from controller.p4rt import P4RuntimeClient
+from controller.pipeline import Pipeline, build_pipeline
+from targets import BMV2, P4SWITCH, Target
+from topos.model import Switch
+
+PROGRAM = Path(__file__).resolve().parents[2] / "p4src" / "ecmp.p4"
+TARGET_PARAMS = [pytest.param(P4SWITCH, id="p4switch"),
+                 pytest.param(BMV2, id="bmv2", marks=pytest.mark.bmv2)]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Running:
+    target: Target
+    model: Switch
+    proc: subprocess.Popen
+    pipeline: Pipeline | None
+
+
+@contextlib.contextmanager
+def running_switch(target: Target, log: Path, *, program: Path | None = PROGRAM,
+                   timeout: float = 30.0) -> Iterator[Running]:
+    """`target`'s switch until the block ends (SIGTERM, then SIGKILL), with `program` set."""
+    model = Switch("t0", "leaf", 0, device_id=7, grpc_port=free_port(), thrift_port=free_port())
+    pipeline = build_pipeline(program, target) if program is not None else None
+    with log.open("w") as out:
+        proc = subprocess.Popen(target.argv(model, {}), stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + timeout
+        for port in (model.grpc_port, model.thrift_port):
+            while True:  # readiness: both management ports accept
+                try:
+                    socket.create_connection(("127.0.0.1", port), 0.2).close()
+                    break
+                except OSError:
+                    assert proc.poll() is None, f"{target.name} exited:\n{log.read_text()}"
+                    assert time.monotonic() < deadline, f"{target.name} did not listen on {port}"
+                    time.sleep(0.05)
+        if pipeline is not None:
+            with P4RuntimeClient(model.grpc_addr, model.device_id) as client:
+                client.set_pipeline(pipeline.p4info, pipeline.device_config, pipeline.cookie)
+        yield Running(target, model, proc, pipeline)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(params=TARGET_PARAMS)
+def switch(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Running]:
+    with running_switch(request.param, tmp_path / "switch.log") as running:
+        yield running
