@@ -8,7 +8,7 @@ ids are assigned when the P4Info is generated (`p4switch.p4info`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TypeVar
 
 MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional", "selector")
@@ -215,12 +215,27 @@ class ControlPlaneModel:
     # A control calls an extern function (mark_to_drop, hash, digest, ...): p4c then creates
     # P4Info's type_info, even if nothing goes into it.
     calls_extern_functions: bool = False
+    # Instances of a stateful extern kind (p4switch.externs) that has no list field above, by
+    # the list name its module gives `ModelBuilder.add`: a new kind needs no field here.
+    extern_lists: dict[str, list] = field(default_factory=dict)
+
+    def instances(self, list_name: str) -> list:
+        """The model's list `list_name`: a list field above (`tables`, `counters`, ...) or
+        else an entry of `extern_lists`, made empty on first use."""
+        if list_name in LIST_FIELDS:
+            return getattr(self, list_name)
+        return self.extern_lists.setdefault(list_name, [])
 
     def table(self, name: str) -> Table:
         return find_named(self.tables, name, "table")
 
     def action(self, name: str) -> Action:
         return find_named(self.actions, name, "action")
+
+
+# ControlPlaneModel's list fields (`instances` hands out these themselves)
+LIST_FIELDS = frozenset(f.name for f in fields(ControlPlaneModel)
+                        if f.type.startswith("list[")) - {"extern_lists"}
 
 
 def find_named(items: list[N], name: str, kind: str) -> N:

@@ -147,8 +147,10 @@ def live_downlink(work: Work) -> str:
     from topos.relocate import prefixed
 
     routes_after = work.function("routes_after")
+    # ports below Linux's ephemeral range (32768-60999): no client connection's local port
+    # (nor its TIME_WAIT) can hold them when the switches start
     spec = prefixed(build_fabric("leafspine", leaves=2, spines=2, hosts_per_leaf=1), "lk",
-                    44559, 44090)
+                    24559, 24090)
 
     class StudentRouted(FabricController):
         def routes(self) -> dict:

@@ -106,8 +106,9 @@ class ModelBuilder:
             a.params = params
         return a
 
-    def add(self, kind: str, obj, key: tuple = ()) -> None:
-        getattr(self.model, kind).append(obj)
+    def add(self, list_name: str, obj, key: tuple = ()) -> None:
+        """Add an extern instance to the model's list `list_name` (`ControlPlaneModel.instances`)."""
+        self.model.instances(list_name).append(obj)
         self.keys[id(obj)] = key
 
     def sort(self) -> None:
@@ -115,7 +116,8 @@ class ModelBuilder:
         m = self.model
         m.tables.sort(key=lambda obj: self.keys.get(id(obj), ()))
         self._order_top_level_actions()
-        for items in (m.actions, m.counters, m.meters, m.registers, m.action_profiles):
+        for items in (m.actions, m.counters, m.meters, m.registers, *m.extern_lists.values(),
+                      m.action_profiles):
             items.sort(key=lambda obj: self.keys.get(id(obj), ()))
 
     def _order_top_level_actions(self) -> None:

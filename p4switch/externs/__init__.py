@@ -7,6 +7,17 @@ its P4Runtime entity (Read/Write) and its runtime-CLI commands, gathered in its 
 (`base.ExternKind`). The code generator, `RuntimeState`, the P4Info builder, the P4Runtime
 server and the runtime CLI look externs up here. Adding one: a module with a `KIND`, listed
 below (the order is P4Info's: a table's direct counter comes before its direct meter).
+
+What such a module provides (`tests/p4switch/runtime/test_runtime_new_extern_kind.py` adds a
+kind from the test alone):
+- `declare(ctx, sym, name, annos, eid, args, key)`: adds the instance's model entry with
+  `ctx.model.add("<list name>", obj, key)` (a list of `ControlPlaneModel` or, for a new kind,
+  one of its `extern_lists`) and returns the closure variable of its state, e.g.
+  `ctx.program.closure(f"_state.externs['<type>'][{name!r}]", "X")`;
+- `methods`: the generated code of each method call;
+- `state_objects(model)` (e.g. `model.instances("<list name>")`) and `new_state(obj)`;
+- for P4Info, P4Runtime and the CLI, when it has them: `p4info_kind`, `p4info_objects`,
+  `p4info_entry`, `entity`, `cli`.
 """
 
 from __future__ import annotations

@@ -131,6 +131,7 @@ class _Builder:
             or m.counters
             or m.meters
             or m.registers
+            or any(m.extern_lists.values())
             or m.digests
             or any(h.fields for h in m.controller_headers)
             or m.serializable_enums

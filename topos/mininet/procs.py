@@ -22,6 +22,7 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
@@ -83,11 +84,30 @@ def _spawner_thread() -> _Spawner:
 def spawn(argv: Sequence[str], *, pdeathsig: int = signal.SIGKILL,
           **kwargs: Any) -> subprocess.Popen:
     """`subprocess.Popen(argv, **kwargs)` whose process gets `pdeathsig` when we exit, however
-    we exit (also SIGKILL)."""
+    we exit (also SIGKILL): the setting is in place when it returns."""
     full = pdeathsig_argv(argv, pdeathsig)
     if threading.current_thread() is threading.main_thread():
-        return subprocess.Popen(full, **kwargs)
-    return _spawner_thread().call(lambda: subprocess.Popen(full, **kwargs))
+        proc = subprocess.Popen(full, **kwargs)
+    else:
+        proc = _spawner_thread().call(lambda: subprocess.Popen(full, **kwargs))
+    _wait_armed(proc)
+    return proc
+
+
+def _wait_armed(proc: subprocess.Popen, timeout: float = 5.0) -> None:
+    """Wait until `setpriv` has exec'd the command: it sets the death signal first, and a
+    parent that died before that would go unnoticed."""
+    if SETPRIV is None:
+        return
+    setpriv, exe = os.path.realpath(SETPRIV), f"/proc/{proc.pid}/exe"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if os.readlink(exe) != setpriv:
+                return
+        except OSError:  # exited meanwhile
+            return
+        time.sleep(0.0005)
 
 
 def wait_gone(pid: int, timeout: float) -> bool:
