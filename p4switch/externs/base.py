@@ -130,6 +130,16 @@ def table_entries(codec: ExternCodec, te: p4runtime_pb2.TableEntry, has: str) ->
             for e in tables[i.preamble.name].entries()]
 
 
+def read_entries(codec: ExternCodec, te: p4runtime_pb2.TableEntry, has: str,
+                 lookup: Callable = entry_of) -> list:
+    """(table P4Info, entry) pairs a direct extern's Read names: with no table or no match,
+    every entry of the tables with `has` (`table_entries`); else the one entry `lookup` finds."""
+    if te.table_id == 0 or not te.match:
+        return table_entries(codec, te, has)
+    info, _, entry = lookup(codec, te)
+    return [(info, entry)]
+
+
 # ---- runtime CLI helpers --------------------------------------------------------------------
 
 def cli_index(text: str) -> int:

@@ -19,7 +19,7 @@ from p4switch.externs.base import (
     P4RuntimeEntity,
     check_modify,
     entry_of,
-    table_entries,
+    read_entries,
 )
 from p4switch.names import suffix_match
 from p4switch.p4info import ids
@@ -81,11 +81,7 @@ def p4rt_read(codec: ExternCodec, msg: p4runtime_pb2.DirectMeterEntry) -> list:
     from p4.v1.p4runtime_pb2 import Entity
 
     te = msg.table_entry
-    if te.table_id == 0 or not te.match:
-        pairs = table_entries(codec, te, "direct_meter")
-    else:
-        info, _, entry = entry_of(codec, te)
-        pairs = [(info, entry)]
+    pairs = read_entries(codec, te, "direct_meter", entry_of)
     out = []
     for info, entry in pairs:
         ent = Entity()
