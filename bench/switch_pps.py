@@ -40,7 +40,7 @@ sys.path[:0] = [str(REPO), str(REPO / "bench")]
 from switch_pps_io import Bench, drain, run_rate, run_traffic  # noqa: E402
 
 __all__ = ["Bench", "run_rate"]
-DEFAULT_RATES = "5000,10000,15000,20000,25000,30000,40000,50000,60000"
+DEFAULT_RATES = "5000,10000,15000,20000,25000,30000,40000,50000,60000,70000,80000,90000,100000,120000"
 TARGETS = ("p4switch", "bmv2")
 TICKS = os.sysconf("SC_CLK_TCK")
 LATENCY_GAP_US = 5000

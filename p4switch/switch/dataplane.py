@@ -51,6 +51,7 @@ class Dataplane:
         self.trace: Callable[[str], None] | None = None  # per-packet log lines (-L trace)
         self.pfc: PfcReceiver | None = None  # honours received PFC frames (p4switch-only)
         self._injected: deque[tuple[int, bytes]] = deque()
+        self._unflushed: set[RawPort] = set()  # ports with frames queued in their tx ring
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -93,6 +94,9 @@ class Dataplane:
                         handlers[fd]()
                     if len(tm):
                         self._service_queues()
+                    for port in self._unflushed:
+                        port.flush()
+                    self._unflushed.clear()
         finally:
             ep.close()
 
@@ -189,6 +193,8 @@ class Dataplane:
         p = self.ports.get(port)
         if p is not None:
             p.send(frame)
+            if p.pending:
+                self._unflushed.add(p)
         elif port == self.device.cpu_port and self.packet_in is not None:
             self.packet_in(frame)
         else:

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import os
 import socket
 import struct
 from dataclasses import dataclass
 
 from p4switch.switch.pcap import PcapWriter
+from p4switch.switch.rings import Rings
 
+log = logging.getLogger("p4switch.ports")
 ETH_P_ALL = 0x0003
 SOL_PACKET = 263
 PACKET_IGNORE_OUTGOING = 23
@@ -37,6 +40,8 @@ SO_RCVBUFFORCE = 33
 RECV_BUF = 8 * 1024 * 1024  # BMv2 (libpcap) has 2 MB; see _set_buffers
 MAX_FRAME = 65536
 BATCH = 64  # frames read from one port per wake-up
+RX_RING_FRAMES = 2048  # slots of a port's receive ring (2 KiB each); 0: one recvmsg per frame
+TX_RING_FRAMES = 256  # slots of its transmit ring; 0: one send per frame
 
 
 def _with_vlan_tag(data: bytes, aux: bytes) -> bytes:
@@ -62,6 +67,14 @@ def _set_buffers(sock: socket.socket, size: int) -> None:
             sock.setsockopt(socket.SOL_SOCKET, plain, size)
 
 
+def _mtu(iface: str) -> int:
+    try:
+        with open(f"/sys/class/net/{iface}/mtu") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return 1500
+
+
 class PortError(Exception):
     """An interface cannot be opened as a switch port."""
 
@@ -79,7 +92,8 @@ class PortCounters:
 class RawPort:
     """One switch port bound to one Linux interface."""
 
-    def __init__(self, number: int, iface: str, pcap_dir: str | None = None):
+    def __init__(self, number: int, iface: str, pcap_dir: str | None = None,
+                 rx_ring: int = RX_RING_FRAMES, tx_ring: int = TX_RING_FRAMES):
         self.number = number
         self.iface = iface
         self.counters = PortCounters()
@@ -100,6 +114,19 @@ class RawPort:
             sock.close()
             raise PortError(f"cannot open interface {iface!r} (port {number}): {exc}") from exc
         self.sock = sock
+        self._rings = None
+        if rx_ring or tx_ring:
+            try:
+                self._rings = Rings(sock, rx_ring, tx_ring, _mtu(iface) + 14)
+            except OSError as exc:  # no PACKET_MMAP (or no memory for it)
+                log.warning("port %d (%s): no PACKET_MMAP rings (%s); one system call per "
+                            "frame", number, iface, exc)
+        self._rx = self._rings.rx if self._rings is not None else None
+        self._tx = self._rings.tx if self._rings is not None else None
+        self._direct = sock  # sends what the transmit ring does not take
+        if self._tx is not None:
+            self._direct = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)  # receives none
+            self._direct.bind((iface, 0))
         self._pcap_in = self._pcap_out = None
         if pcap_dir is not None:
             self._pcap_in = PcapWriter(os.path.join(pcap_dir, f"{iface}_in.pcap"))
@@ -110,6 +137,20 @@ class RawPort:
 
     def recv_batch(self, limit: int = BATCH) -> list[bytes]:
         """Frames waiting on the socket (at most `limit`), without blocking."""
+        if self._rx is not None:
+            frames = self._rx.take(limit, MAX_FRAME)
+        else:
+            frames = self._recvmsg_batch(limit)
+        if frames:
+            c = self.counters
+            c.rx_packets += len(frames)
+            c.rx_bytes += sum(map(len, frames))
+            if self._pcap_in is not None:
+                for f in frames:
+                    self._pcap_in.write(f)
+        return frames
+
+    def _recvmsg_batch(self, limit: int) -> list[bytes]:
         frames = []
         recvmsg = self.sock.recvmsg
         for _ in range(limit):
@@ -127,13 +168,6 @@ class RawPort:
                 if level == SOL_PACKET and kind == PACKET_AUXDATA:
                     data = _with_vlan_tag(data, aux)
             frames.append(data)
-        if frames:
-            c = self.counters
-            c.rx_packets += len(frames)
-            c.rx_bytes += sum(map(len, frames))
-            if self._pcap_in is not None:
-                for f in frames:
-                    self._pcap_in.write(f)
         return frames
 
     def kernel_drops(self) -> int:
@@ -142,22 +176,60 @@ class RawPort:
             _, drops = _STATS.unpack(self.sock.getsockopt(SOL_PACKET, PACKET_STATISTICS,
                                                           _STATS.size))
             self.counters.rx_dropped += drops  # the kernel resets them on every read
+        if self._rx is not None:
+            self.counters.rx_dropped += self._rx.truncated
+            self._rx.truncated = 0
         return self.counters.rx_dropped
 
     def send(self, frame: bytes) -> bool:
-        """Transmit one frame; False (and a tx error counted) if the kernel refuses it."""
-        try:
-            self.sock.send(frame)
-        except OSError:
-            self.counters.tx_errors += 1
-            return False
+        """Transmit one frame (with a transmit ring: queue it until `flush`); False (and a tx
+        error counted) if the kernel refuses it."""
+        tx = self._tx
+        if tx is not None and tx.fits(frame):
+            if not tx.put(frame):
+                self.counters.tx_errors += 1
+                return False
+        else:
+            if tx is not None:
+                self.flush()  # what is queued goes first
+            try:
+                self._direct.send(frame)
+            except OSError:
+                self.counters.tx_errors += 1
+                return False
         self.counters.tx_packets += 1
         self.counters.tx_bytes += len(frame)
         if self._pcap_out is not None:
             self._pcap_out.write(frame)
         return True
 
+    @property
+    def pending(self) -> int:
+        """Frames queued in the transmit ring, not yet handed to the kernel."""
+        return self._tx.pending if self._tx is not None else 0
+
+    def flush(self) -> None:
+        """Hand the frames queued in the transmit ring to the kernel; those it refuses count
+        as tx errors, as with a send per frame."""
+        if self._tx is None:
+            return
+        refused = self._tx.flush()
+        if refused:
+            c = self.counters
+            c.tx_errors += len(refused)
+            c.tx_packets -= len(refused)
+            c.tx_bytes -= sum(refused)
+
+    @property
+    def rings(self) -> tuple[bool, bool]:
+        """Whether frames are received and sent through PACKET_MMAP rings."""
+        return self._rx is not None, self._tx is not None
+
     def close(self) -> None:
+        if self._rings is not None:
+            self._rings.close()
+        if self._direct is not self.sock:
+            self._direct.close()
         self.sock.close()
         for w in (self._pcap_in, self._pcap_out):
             if w is not None:

@@ -1,0 +1,198 @@
+"""PACKET_MMAP rings (TPACKET_V2) on a port's AF_PACKET socket
+(Documentation/networking/packet_mmap.rst).
+
+Receive: the kernel copies each received frame into a slot of a ring shared with the switch and
+flips the slot's status to TP_STATUS_USER; reading a burst of frames costs no system call, only
+a poll when the ring is empty. Frames larger than a slot are still delivered whole: with
+PACKET_COPY_THRESH the kernel also queues them on the socket and marks the slot TP_STATUS_COPY.
+
+Transmit: frames are written into slots marked TP_STATUS_SEND_REQUEST and one send() hands the
+whole burst to the kernel, so the next hop is woken once per burst rather than once per frame.
+
+Both rings of a socket live in one mapping, the receive ring first.
+"""
+
+from __future__ import annotations
+
+import mmap
+import socket
+import struct
+import sys
+
+SOL_PACKET = 263
+PACKET_RX_RING = 5
+PACKET_COPY_THRESH = 7
+PACKET_VERSION = 10
+PACKET_TX_RING = 13
+PACKET_LOSS = 14
+TPACKET_V2 = 1
+TP_STATUS_KERNEL = 0
+TP_STATUS_USER = 1 << 0
+TP_STATUS_COPY = 1 << 1
+TP_STATUS_VLAN_VALID = 1 << 4
+TP_STATUS_VLAN_TPID_VALID = 1 << 6
+TP_STATUS_AVAILABLE = 0
+TP_STATUS_SEND_REQUEST = 1
+PACKET_OUTGOING = 4
+
+FRAME_SIZE = 2048  # slot: header + sockaddr_ll + a 1518-byte frame with room to spare
+BLOCK_SIZE = 1 << 16
+MIN_FRAME = 14  # shorter frames are refused by the kernel; they are sent without the ring
+_REQ = struct.Struct("=IIII")  # struct tpacket_req: block_size, block_nr, frame_size, frame_nr
+# struct tpacket2_hdr: tp_status, tp_len, tp_snaplen, tp_mac, tp_net, tp_sec, tp_nsec,
+# tp_vlan_tci, tp_vlan_tpid, 4 bytes padding; then (16-aligned) struct sockaddr_ll
+_HDR = struct.Struct("=IIIHHIIHH4x")
+_PKTTYPE_AT = 32 + 10  # sll_pkttype in the sockaddr_ll after the header
+_TX_DATA_AT = 32  # TPACKET2_HDRLEN - sizeof(struct sockaddr_ll)
+_TX_LEN = struct.Struct("=II")  # tp_len, tp_snaplen
+_STATUS_LOW = 0 if sys.byteorder == "little" else 3  # the status word's low byte
+_KERNEL = bytes(4)  # TP_STATUS_KERNEL == TP_STATUS_AVAILABLE
+_SEND_REQUEST = TP_STATUS_SEND_REQUEST.to_bytes(4, sys.byteorder)
+
+
+def _request(frames: int) -> tuple[int, int, bytes]:
+    """(slots, bytes, struct tpacket_req) of a ring of at least `frames` slots."""
+    per_block = BLOCK_SIZE // FRAME_SIZE
+    blocks = max(1, -(-frames // per_block))
+    slots = blocks * per_block
+    return slots, blocks * BLOCK_SIZE, _REQ.pack(BLOCK_SIZE, blocks, FRAME_SIZE, slots)
+
+
+class RxRing:
+    """Frames received on the socket, in arrival order."""
+
+    def __init__(self, sock: socket.socket, ring: mmap.mmap, base: int, slots: int):
+        self._sock, self._map, self._base, self.slots = sock, ring, base, slots
+        self._head = 0
+        self.truncated = 0  # frames cut to a slot whose whole copy the kernel could not queue
+
+    def take(self, limit: int, max_frame: int) -> list[bytes]:
+        """Up to `limit` frames the kernel has filled in, their slots handed back; 802.1Q tags
+        the kernel stripped are put back, frames this host sent out are skipped."""
+        frames: list[bytes] = []
+        ring, slots, base, unpack = self._map, self.slots, self._base, _HDR.unpack_from
+        head = self._head
+        for _ in range(limit):
+            at = base + head * FRAME_SIZE
+            if not ring[at + _STATUS_LOW] & TP_STATUS_USER:
+                break
+            status, length, snap, mac, _, _, _, tci, tpid = unpack(ring, at)
+            skip = ring[at + _PKTTYPE_AT] == PACKET_OUTGOING
+            if status & TP_STATUS_COPY:
+                try:  # the whole frame, queued on the socket in ring order
+                    data = self._sock.recv(max_frame)
+                except BlockingIOError:
+                    data = b""
+            elif snap == length:
+                data = ring[at + mac:at + mac + snap]
+            else:
+                data = b""
+            if not data:
+                self.truncated += 1
+                skip = True
+            ring[at:at + 4] = _KERNEL
+            head = head + 1 if head + 1 < slots else 0
+            if skip:
+                continue
+            if status & TP_STATUS_VLAN_VALID:
+                if not status & TP_STATUS_VLAN_TPID_VALID:
+                    tpid = 0x8100
+                data = data[:12] + struct.pack("!HH", tpid, tci) + data[12:]
+            frames.append(data)
+        self._head = head
+        if not frames:  # woken up for an error (the link went down): clear it, or poll spins
+            self._sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        return frames
+
+
+class TxRing:
+    """Frames queued for the socket, sent in bursts by `flush`. A frame that does not `fit` a
+    slot is the caller's to send, after a flush (to keep the order) and through another socket:
+    with a transmit ring, send() on this one only flushes the ring."""
+
+    def __init__(self, sock: socket.socket, ring: mmap.mmap, base: int, slots: int,
+                 max_len: int):
+        self._sock, self._map, self._base, self.slots = sock, ring, base, slots
+        self._head = 0
+        self.pending = 0
+        self.max_len = min(FRAME_SIZE - _TX_DATA_AT, max_len)
+
+    def fits(self, frame: bytes) -> bool:
+        return MIN_FRAME <= len(frame) <= self.max_len
+
+    def put(self, frame: bytes) -> bool:
+        """Queue `frame` (which `fits`); False if the ring is still full after a flush."""
+        ring = self._map
+        at = self._base + self._head * FRAME_SIZE
+        if ring[at + _STATUS_LOW] != TP_STATUS_AVAILABLE:
+            self.flush()
+            if ring[at + _STATUS_LOW] != TP_STATUS_AVAILABLE:
+                return False
+        n = len(frame)
+        ring[at + _TX_DATA_AT:at + _TX_DATA_AT + n] = frame
+        _TX_LEN.pack_into(ring, at + 4, n, n)
+        ring[at:at + 4] = _SEND_REQUEST
+        self._head = self._head + 1 if self._head + 1 < self.slots else 0
+        self.pending += 1
+        return True
+
+    def flush(self) -> list[int]:
+        """Hand every queued frame to the kernel; the lengths of those it refused (e.g. the
+        interface is down), whose slots are taken back."""
+        if not self.pending:
+            return []
+        count, self.pending = self.pending, 0
+        try:
+            self._sock.send(b"", socket.MSG_DONTWAIT)
+        except OSError:
+            pass
+        else:
+            return []
+        try:  # once more: the error may be a stale one (the link went down and up again)
+            self._sock.send(b"", socket.MSG_DONTWAIT)
+        except OSError:
+            return self._take_back(count)
+        return []
+
+    def _take_back(self, count: int) -> list[int]:
+        """After a failed send: the kernel stopped at the first slot still marked for sending
+        and left the rest alone; mark them free again and rewind to it, in step with the
+        kernel's own position."""
+        refused: list[int] = []
+        ring, first = self._map, None
+        for back in range(count, 0, -1):
+            slot = (self._head - back) % self.slots
+            at = self._base + slot * FRAME_SIZE
+            if first is None and ring[at + _STATUS_LOW] != TP_STATUS_SEND_REQUEST:
+                continue
+            if first is None:
+                first = slot
+            refused.append(_TX_LEN.unpack_from(ring, at + 4)[0])
+            ring[at:at + 4] = _KERNEL
+        if first is not None:
+            self._head = first
+        return refused
+
+
+class Rings:
+    """The receive and transmit rings of one socket (either may be absent: 0 frames)."""
+
+    def __init__(self, sock: socket.socket, rx_frames: int, tx_frames: int, max_tx: int):
+        # options the kernel takes only before a ring exists
+        sock.setsockopt(SOL_PACKET, PACKET_VERSION, TPACKET_V2)
+        sock.setsockopt(SOL_PACKET, PACKET_COPY_THRESH, 1)
+        sock.setsockopt(SOL_PACKET, PACKET_LOSS, 1)  # a refused frame does not stall the ring
+        rx_slots = rx_size = tx_slots = tx_size = 0
+        if rx_frames:
+            rx_slots, rx_size, request = _request(rx_frames)
+            sock.setsockopt(SOL_PACKET, PACKET_RX_RING, request)
+        if tx_frames:
+            tx_slots, tx_size, request = _request(tx_frames)
+            sock.setsockopt(SOL_PACKET, PACKET_TX_RING, request)
+        self._map = mmap.mmap(sock.fileno(), rx_size + tx_size, mmap.MAP_SHARED,
+                              mmap.PROT_READ | mmap.PROT_WRITE)
+        self.rx = RxRing(sock, self._map, 0, rx_slots) if rx_frames else None
+        self.tx = TxRing(sock, self._map, rx_size, tx_slots, max_tx) if tx_frames else None
+
+    def close(self) -> None:
+        self._map.close()
