@@ -44,6 +44,7 @@ DEFAULT_RATES = "5000,10000,15000,20000,25000,30000,40000,50000,60000,70000,8000
 TARGETS = ("p4switch", "bmv2")
 TICKS = os.sysconf("SC_CLK_TCK")
 LATENCY_GAP_US = 5000
+TARGET = 3  # p4switch packets/s over BMv2's, forwarded and lossless
 
 
 def free_port() -> int:
@@ -174,6 +175,12 @@ def report(program: str, size: int, figures: dict[str, dict[str, float] | str]) 
         ratio = (f"{a[key] / b[key]:.2f}" if isinstance(a, dict) and isinstance(b, dict)
                  and b[key] else "-")
         print(f"  {label:34}{left:>12}{right:>15}{ratio:>15}")
+    if isinstance(a, dict) and isinstance(b, dict):
+        verdicts = [f"{label} x{a[key] / b[key]:.2f} "
+                    f"({'met' if a[key] >= TARGET * b[key] else 'NOT met'})"
+                    for key, label in (("max_pps", "forwarded"), ("lossless_pps", "lossless"))
+                    if b[key]]
+        print(f"  target p4switch >= {TARGET} x BMv2: " + "; ".join(verdicts))
 
 
 def bmv2_missing() -> str:

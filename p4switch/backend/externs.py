@@ -20,7 +20,7 @@ from ..frontend.types import (
 from ..runtime.hashing import ALGORITHMS
 from .env import Env
 from .expr import Unsupported
-from .structs import class_name
+from .structs import bits_expr, class_name
 
 if TYPE_CHECKING:
     from .context import GenContext
@@ -120,20 +120,45 @@ class ExternGen:
         """A Python expression for the bytes BMv2 feeds a calculation with `data`."""
         items: list = []
         self._flatten(data, env, items)
-        guards = {g for _, _, g in items}
-        static = all(isinstance(w, int) for _, w, _ in items)
-        if items and len(guards) == 1 and static:
-            total = sum(w for _, w, _ in items)
-            pad = -total % 8
-            shift = total + pad
-            parts = []
-            for v, w, _ in items:
-                shift -= w
-                parts.append(f"({v} << {shift})" if shift else v)
-            packed = f"({' | '.join(parts)}).to_bytes({(total + pad) // 8}, 'big')"
-            (guard,) = guards
+        static = self._static_packing(items)
+        if static is not None:
+            value, nbytes, guard = static
+            packed = f"({value}).to_bytes({nbytes}, 'big')"
             return packed if guard is None else f"({packed} if {guard} else b'')"
-        # fields of headers that may be invalid: accumulate the bits, then pad to bytes
+        return self._accumulated(items)
+
+    def csum16_of(self, data: A.Expr, env: Env) -> str:
+        """A Python expression for csum16 over `data`: on the packed bits as one integer
+        (`csum16_int`) when the layout is static, else over the packed bytes."""
+        items: list = []
+        self._flatten(data, env, items)
+        static = self._static_packing(items, even=True)
+        if static is None:
+            return f"_csum16({self._accumulated(items)})"
+        value, _, guard = static
+        summed = f"_csum16_int({value})"
+        return summed if guard is None else f"({summed} if {guard} else 0xffff)"
+
+    @staticmethod
+    def _static_packing(items: list, even: bool = False) -> tuple[str, int, str | None] | None:
+        """(the packed bits as one integer, padded to whole bytes (`even`: to whole 16-bit
+        words, as csum16 pads), its byte count, the one guard) if every width is static and
+        one guard covers all items; else None."""
+        guards = {g for _, _, g in items}
+        if not items or len(guards) != 1 or not all(isinstance(w, int) for _, w, _ in items):
+            return None
+        total = sum(w for _, w, _ in items)
+        shift = total + (-total % (16 if even else 8))
+        nbytes = shift // 8
+        parts = []
+        for v, w, _ in items:
+            shift -= w
+            parts.append(f"({v} << {shift})" if shift else v)
+        (guard,) = guards
+        return " | ".join(parts), nbytes, guard
+
+    def _accumulated(self, items: list) -> str:
+        """Fields of headers that may be invalid: accumulate the bits, then pad to bytes."""
         acc, nbits = self.ctx.em.fresh("acc"), self.ctx.em.fresh("nbits")
         self.ctx.em.line(f"{acc} = {nbits} = 0")
         for v, w, g in _merge_runs(items):
@@ -204,18 +229,20 @@ class ExternGen:
     def _checksum(self, c, env, verify: bool, payload: bool):
         cond, data, cksum, algo = self.args(c)
         fn = self._algo(algo)
-        packed = self.packed_bytes(data, env)
-        if payload:
-            packed = f"{packed} + ctx.payload"
+        if fn == "_csum16" and not payload:
+            value = self.csum16_of(data, env)
+        else:
+            packed = self.packed_bytes(data, env)
+            value = f"{fn}({packed} + ctx.payload)" if payload else f"{fn}({packed})"
         mask = hex((1 << bit_width(cksum.type)) - 1)
         self.ctx.em.line(f"if {self.ctx.expr.ex(cond, env)}:")
         with self.ctx.em.indent():
             if verify:
-                self.ctx.em.line(f"if ({fn}({packed}) & {mask}) != {self.ctx.expr.ex(cksum, env)}:")
+                self.ctx.em.line(f"if ({value} & {mask}) != {self.ctx.expr.ex(cksum, env)}:")
                 with self.ctx.em.indent():
                     self.ctx.em.line("_sm.checksum_error = 1")
             else:
-                self.ctx.stmt.assign(cksum, f"({fn}({packed}) & {mask})", env)
+                self.ctx.stmt.assign(cksum, f"({value} & {mask})", env)
 
     def _f_verify_checksum(self, c, env):
         self._checksum(c, env, True, False)
@@ -330,5 +357,13 @@ class ExternGen:
 
     def _m_packet_out_emit(self, c, obj, env):
         (h,) = self.args(c)
-        self.ctx.em.line(f"{self.ctx.expr.ex(h, env)}._emit(_out)")
+        em, t = self.ctx.em, h.type
+        if not (isinstance(t, StructType) and t.kind == "header" and t.varbit is None):
+            em.line(f"{self.ctx.expr.ex(h, env)}._emit(_out)")
+            return
+        hv = em.fresh("h")  # a fixed-width header: its _emit, inline
+        em.line(f"{hv} = {self.ctx.expr.ex(h, env)}")
+        em.line(f"if {hv}._valid:")
+        with em.indent():
+            em.line(f"_out += ({bits_expr(t, hv)}).to_bytes({t.width // 8}, 'big')")
 

@@ -15,7 +15,7 @@ from ..frontend.types import Bits, BoolType, StackType, StructType, bit_width
 from .emitter import py_ident
 from .env import Env
 from .expr import Unsupported
-from .structs import zero_value
+from .structs import extract_lines, zero_value
 
 if TYPE_CHECKING:
     from .context import GenContext
@@ -177,8 +177,9 @@ class ParserGen:
             with em.indent():
                 em.line(f"raise _ParserError({self.ctx.program.error_code('HeaderTooShort')})")
             em.line(f"{h}._extract(_data, _off, {nbits})")
-        else:
-            em.line(f"{h}._extract(_data, _off)")
+        else:  # the header's _extract, inline
+            for line in extract_lines(t, h, "_data", "_off", "_xv", "_xs"):
+                em.line(line)
         em.line(f"_off += {nbytes}")
         self.ctx.call.invalidate_union_siblings(target, env)
         if nxt is not None:

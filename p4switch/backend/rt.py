@@ -137,6 +137,14 @@ def csum16(data: bytes) -> int:
 _LITTLE = sys.byteorder == "little"
 
 
+def csum16_int(value: int) -> int:
+    """csum16 over the bytes of `value` (its bits padded to whole 16-bit words), without
+    making the bytes: as 2**16 = 1 (mod 0xFFFF), the ones' complement sum of the words is
+    `value` mod 0xFFFF, except that a nonzero multiple of 0xFFFF sums to 0xFFFF, not 0."""
+    s = value % 0xFFFF
+    return 0 if not s and value else ~s & 0xFFFF
+
+
 def pack_int(acc: int, nbits: int) -> bytes:
     """`nbits` bits of `acc`, MSB first, zero-padded to whole bytes."""
     pad = -nbits % 8

@@ -242,43 +242,57 @@ def _leaves(path: str, t: StructType) -> list:
     return out
 
 
-def _gen_header_io(em: Emitter, t: StructType, names: list[str]) -> None:
+def extract_lines(t: StructType, h: str, data: str, off: str, v: str = "v", x: str = "x"
+                  ) -> list[str]:
+    """Statements that extract fixed-width header `t` into the object `h` from bytes `data`
+    at byte offset `off` (bounds already checked), as the header's `_extract` does; `v` and
+    `x` name the temporaries."""
     total = t.width
-    nbytes = total // 8
-    leaves = _leaves("self", t)
+    lines = [f"{v} = int.from_bytes({data}[{off}:{off} + {total // 8}], 'big')"]
+    shift = total
+    for n, ft in _leaves(h, t):
+        w = bit_width(ft)
+        shift -= w
+        raw = f"({v} >> {shift})" if shift else v
+        if shift + w < total:
+            raw = f"({raw} & {hex((1 << w) - 1)})"
+        if isinstance(ft, BoolType):
+            lines.append(f"{n} = bool({raw})")
+        elif isinstance(ft, Bits) and ft.signed:
+            lines.append(f"{x} = {raw}")
+            lines.append(f"{n} = {x} - {1 << w} if {x} >> {w - 1} else {x}")
+        else:
+            lines.append(f"{n} = {raw}")
+    lines.append(f"{h}._valid = True")
+    return lines
+
+
+def bits_expr(t: StructType, h: str) -> str:
+    """The fixed-width header `h`'s fields as one integer, first field in the top bits."""
+    parts = []
+    shift = t.width
+    for n, ft in _leaves(h, t):
+        w = bit_width(ft)
+        shift -= w
+        val = n
+        if isinstance(ft, Bits) and ft.signed:
+            val = f"({val} & {hex((1 << w) - 1)})"
+        elif isinstance(ft, BoolType):
+            val = f"int({val})"
+        parts.append(f"({val} << {shift})" if shift else val)
+    return " | ".join(parts) or "0"
+
+
+def _gen_header_io(em: Emitter, t: StructType, names: list[str]) -> None:
+    nbytes = t.width // 8
     em.line(f"_nbytes = {nbytes}")
     em.line("def _extract(self, data, off):")
     with em.indent():
-        em.line(f"v = int.from_bytes(data[off:off + {nbytes}], 'big')")
-        shift = total
-        for n, ft in leaves:
-            w = bit_width(ft)
-            shift -= w
-            raw = f"(v >> {shift})" if shift else "v"
-            if shift + w < total:
-                raw = f"({raw} & {hex((1 << w) - 1)})"
-            if isinstance(ft, BoolType):
-                em.line(f"{n} = bool({raw})")
-            elif isinstance(ft, Bits) and ft.signed:
-                em.line(f"x = {raw}")
-                em.line(f"{n} = x - {1 << w} if x >> {w - 1} else x")
-            else:
-                em.line(f"{n} = {raw}")
-        em.line("self._valid = True")
+        for line in extract_lines(t, "self", "data", "off"):
+            em.line(line)
     em.line("def _bits(self):")
     with em.indent():
-        parts = []
-        shift = total
-        for n, ft in leaves:
-            w = bit_width(ft)
-            shift -= w
-            val = n
-            if isinstance(ft, Bits) and ft.signed:
-                val = f"({val} & {hex((1 << w) - 1)})"
-            elif isinstance(ft, BoolType):
-                val = f"int({val})"
-            parts.append(f"({val} << {shift})" if shift else val)
-        em.line("return " + (" | ".join(parts) or "0"))
+        em.line("return " + bits_expr(t, "self"))
     em.line("def _emit(self, out):")
     with em.indent():
         em.line("if self._valid:")

@@ -133,3 +133,20 @@ def test_a_link_going_down_wakes_the_port_once(net, wire):
         assert select.select([port], [], [], 0.2)[0] == []
     finally:
         port.close()
+
+
+def test_reused_transmit_slots_do_not_change_frames_still_queued_at_the_receiver(wire):
+    """1000 distinct frames through the 256-slot transmit ring while the host reads nothing:
+    every frame it reads afterwards is the one sent, though its slot was written again."""
+    _, host, sw_if = wire
+    port = RawPort(1, sw_if)
+    try:
+        sent = [DST + SRC + b"\x88\xb5" + i.to_bytes(4, "big") * 25 for i in range(1000)]
+        for i, f in enumerate(sent):
+            assert port.send(f)
+            if i % 50 == 49:
+                port.flush()
+        port.flush()
+        assert recv_frames(host, 5.0, len(sent)) == sent
+    finally:
+        port.close()
