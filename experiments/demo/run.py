@@ -1,17 +1,19 @@
 """The live failover demo: HPN 7.0 on the embedded switch, flows, three recoveries, the verdict.
 
-`fabric-lab demo` (and `sudo make demo`) brings the fabric up, starts RoCEv2-format flows at
-500 packets/s each (5 packets per 10 ms bin: an outage of 50 ms is five empty bins), and runs
-the stages of `experiments.demo.stages` back to back: data-plane fast failover, controller
-reroute, silent drop found by the probes (and, on request, no failover at all). The terminal
-view (`experiments.demo.view`) and, with `--web`, the browser show it live; at the end it prints
-each stage's loss windows, writes CSV files and `timeline.png`, and fails (`DemoFailed`) when
-a flow did not recover.
+`fabric-lab demo` (and `sudo make demo`) brings the fabric up with its links at `link_mbps`
+(100 Mb/s, queues of `queue_pkts` = 1000), starts RoCEv2-format flows of 1000-byte datagrams
+at 1250 packets/s each (10 Mb/s; 12.5 packets per 10 ms bin: an outage of 50 ms is five empty
+bins; on BMv2 500 packets/s of 256 bytes, `FLOW_RATES`), and runs the stages of `experiments.demo.stages` back to back: data-plane fast
+failover, controller reroute, silent drop found by the probes (and, on request, no failover at
+all). The terminal view (`experiments.demo.view`) and, with `--web`, the browser show it live;
+at the end it prints each stage's loss windows, writes CSV files and `timeline.png`, and fails
+(`DemoFailed`) when a flow did not recover.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 import time
 from collections.abc import Callable
@@ -69,6 +71,26 @@ def _first_reroute(events: list[LinkEvent], t_fail: float) -> LinkEvent | None:
     return min(done, key=lambda e: e.seen, default=None)
 
 
+# per-flow packets/s and datagram size by target (docs/rates.md): 10 Mb/s on p4switch; BMv2
+# forwards several times fewer packets/s without loss here, so its flows keep 500 pps of 256 B
+FLOW_RATES = {"p4switch": (1250.0, 1000), "bmv2": (500.0, 256)}
+
+
+def with_link_rate(spec: FabricSpec, link_mbps: float, queue_pkts: int) -> FabricSpec:
+    """`spec` with every rate-limited link at `link_mbps` or more and every queue of at least
+    `queue_pkts` (unshaped links stay so): the flows a failure moves onto one link must fit on
+    it, and a burst a switch sends after the machine kept it off the CPU must fit in the queue,
+    or queues, not the failure, drop packets (docs/rates.md)."""
+    links = []
+    for ln in spec.links:
+        if ln.rate_mbps is not None and ln.rate_mbps < link_mbps:
+            ln = dataclasses.replace(ln, rate_mbps=link_mbps)
+        if ln.queue_pkts is not None and ln.queue_pkts < queue_pkts:
+            ln = dataclasses.replace(ln, queue_pkts=queue_pkts)
+        links.append(ln)
+    return dataclasses.replace(spec, links=links)
+
+
 def stage_rows(stages: list[Stage], events: list, t0: float) -> list[dict]:
     rows = []
     for i, stage in enumerate(stages):
@@ -111,20 +133,26 @@ def report(stages: list[Stage], outcomes: list[list[StageOutcome]], out: TextIO)
 
 def run_demo(*, kinds: tuple[str, ...] | list[str] = DEFAULT_KINDS, fabric: str = "hpn7",
              target: str = "p4switch", before_s: float = 3.0, hold_s: float = 3.0,
-             between_s: float = 2.0, after_s: float = 3.0, pps: float = 500.0, size: int = 256,
-             flows_per_pair: int = 4, out: Path | None = None, base: Path = Path("results"),
+             between_s: float = 2.0, after_s: float = 3.0, pps: float | None = None,
+             size: int | None = None,
+             link_mbps: float = 100.0, queue_pkts: int = 1000, flows_per_pair: int = 4,
+             out: Path | None = None, base: Path = Path("results"),
              stream: TextIO = sys.stdout, tty: bool | None = None,
              spec: FabricSpec | None = None, attach: Attach | None = None,
              lab_options: dict | None = None) -> Path:
     """Run the demo; returns the timeline plot's path, raises `DemoFailed` when a flow did not
-    recover. `spec` replaces the built fabric; `attach(lab, state, events)` is entered while
-    the fabric runs (a web view); `lab_options` go to `FailoverLab` (e.g. reconverge=False)."""
-    spec = spec or build_fabric(fabric)
+    recover. `spec` replaces the built fabric (links raised to `link_mbps`, `queue_pkts`);
+    `attach(lab, state, events)` is entered while the fabric runs (a web view); `lab_options` go
+    to `FailoverLab` (e.g. reconverge=False)."""
+    default_pps, default_size = FLOW_RATES.get(target, FLOW_RATES["p4switch"])
+    pps, size = pps or default_pps, size or default_size
+    spec = with_link_rate(spec or build_fabric(fabric), link_mbps, queue_pkts)
     result = ResultDir(allocate("demo", out, base))
     bin_s = 0.01
     drop = 0.3
     params = {"fabric": spec.name, "kinds": list(kinds), "before_s": before_s, "hold_s": hold_s,
               "between_s": between_s, "after_s": after_s, "pps": pps, "size": size,
+              "link_mbps": link_mbps, "queue_pkts": queue_pkts,
               "bin_s": bin_s, "flows_per_pair": flows_per_pair, "drop": drop}
     result.write_params("demo", params, target=target, fabric=spec.name)
     tty = stream.isatty() if tty is None else tty

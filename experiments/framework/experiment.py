@@ -54,6 +54,8 @@ class Experiment:
     targets: tuple[str, ...] = ("p4switch", "bmv2")
     tags: tuple[str, ...] = field(default_factory=tuple)
     scalable: bool = True  # takes --scale (fabric scale parameters) for the fabrics it builds
+    # defaults that differ on a target, e.g. lower packet rates for a slower switch
+    per_target: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 class ExperimentError(Exception):
@@ -86,11 +88,15 @@ def check_scale(experiment: Experiment, fabric: str | None, scale: Mapping[str, 
                               f"{', '.join(fabrics)} (fabric-lab show FABRIC --help lists them)")
 
 
-def resolve_params(experiment: Experiment, quick: bool, overrides: Mapping[str, str]) -> dict[str, Any]:
-    """Defaults, then the quick variant, then `key=value` overrides converted to the default's type."""
+def resolve_params(experiment: Experiment, quick: bool, overrides: Mapping[str, str],
+                   target: str | None = None) -> dict[str, Any]:
+    """Defaults, then the quick variant, then the target's own defaults, then `key=value`
+    overrides converted to the default's type."""
     params = dict(experiment.defaults)
     if quick:
         params.update(experiment.quick)
+    if target is not None:
+        params.update(experiment.per_target.get(target, {}))
     unknown = sorted(set(overrides) - set(params))
     if unknown:
         raise ExperimentError(
@@ -115,13 +121,13 @@ def execute(experiment: Experiment, *, quick: bool = False, target: str = "auto"
             scale: Mapping[str, Any] | None = None) -> ResultDir:
     """Run one experiment into a fresh result directory and draw its plots; `scale` changes the
     scale of the fabrics it builds (recorded as the parameter `scale`)."""
-    params = resolve_params(experiment, quick, overrides or {})
+    resolved = resolve_experiment_target(experiment, target)
+    params = resolve_params(experiment, quick, overrides or {}, resolved)
     check_scale(experiment, fabric, scale or {})
     if scale:
         params["scale"] = dict(scale)
     if fabric is not None and experiment.fabrics and fabric not in experiment.fabrics:
         raise ExperimentError(f"{experiment.name} runs on {', '.join(experiment.fabrics)}, not {fabric}")
-    resolved = resolve_experiment_target(experiment, target)
     result = ResultDir(allocate(experiment.name, out, base))
     requested = {"target_requested": target} if target != resolved else {}  # what was typed
     result.write_params(experiment.name, params, quick=quick, target=resolved, fabric=fabric,

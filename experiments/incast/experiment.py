@@ -1,6 +1,6 @@
 """Experiment `incast`: N-to-1 RoCEv2 incast under {no ECN/no PFC, ECN only, PFC only, ECN+PFC}.
 
-    fabric-lab run incast --quick          # about a minute: 3 senders, 100 KB each
+    fabric-lab run incast --quick          # about 30 s: 3 senders, 300 KB each
     fabric-lab run incast -p settings=pfc,ecn+pfc -p xoff=8
 
 A two-leaf, one-spine fabric on Mininet + p4switch (`incast_lab`): the senders share the first
@@ -21,6 +21,14 @@ congested port, so PFC's head-of-line blocking shows as its slowdown. Output:
 
 The receiver stops when every message is complete, or after `idle_s` without data: long enough
 for the senders' go-back-N to resend a lost tail after a few doubled timeouts (0.5 + 1 + 2 + 4 s).
+
+Rates (docs/rates.md): the congested port drains `host_pps` = 2400 packets/s (20.8 Mb/s of
+1082-byte frames), the switch-to-switch queues `fabric_pps` = 4 x that; each sender offers the
+host rate (three senders: a 3:1 incast), the victim `victim_pps` = 1200 (10.4 Mb/s, half its
+port). PFC quanta count 512 bit times at `link_mbps` = 20: quanta 2000 pause for 51 ms. Queues
+towards hosts hold `depth` = 64 packets, switch-to-switch queues `fabric_depth` = 128: above
+XOFF, a paused uplink must absorb what four hosts send until their pause takes effect, 118
+packets = 12 ms at the fabric rate (with 64, 5.6 ms, the first leaf's uplink dropped bursts).
 
 Thresholds in packets (scaled as BDP multiples): ECN kmin 5 / kmax 20 / pmax 0.2; PFC XOFF 10,
 XON 4. The dequeue-time XOFF rule (p4src/include/pfc.p4) sees a crossing one queue residence
@@ -55,7 +63,8 @@ def run(ctx: RunContext) -> None:
     spec, roles = incast_fabric(params["senders"])
     summaries, series = [], []
     with CongestionLab(spec, host_pps=params["host_pps"], fabric_pps=params["fabric_pps"],
-                       depth=params["depth"], link_mbps=params["link_mbps"],
+                       depth=params["depth"], fabric_depth=params["fabric_depth"],
+                       link_mbps=params["link_mbps"],
                        log_dir=ctx.out.path / "logs", target=target,
                        paused_share=params["bmv2_paused_share"]) as lab:
         ctx.progress(f"incast: fabric up ({len(spec.switches)} switches), "
@@ -87,14 +96,14 @@ EXPERIMENT = Experiment(
     name="incast",
     summary="N-to-1 RoCEv2 incast with and without ECN/DCQCN and PFC: drops, completion, queues, "
             "pauses and a victim flow's head-of-line blocking",
-    duration="about 1 min with --quick, 1.5 min in full; Mininet + p4switch or BMv2, root",
-    defaults={"settings": list(SETTINGS), "senders": 3, "message_kb": 200, "host_pps": 250,
-              "fabric_pps": 1000, "depth": 64, "link_mbps": 10.0,
+    duration="about 30 s with --quick, 40 s in full; Mininet + p4switch or BMv2, root",
+    defaults={"settings": list(SETTINGS), "senders": 3, "message_kb": 1000, "host_pps": 2400,
+              "fabric_pps": 9600, "depth": 64, "fabric_depth": 128, "link_mbps": 20.0,
               "kmin": 5, "kmax": 20, "pmax": 0.2,
-              "xoff": 10, "xon": 4, "quanta": 1000, "refresh_us": 20_000,
-              "victim_pps": 100, "victim_s": 6.0, "victim_lead_s": 1.0, "idle_s": 8.0,
+              "xoff": 10, "xon": 4, "quanta": 2000, "refresh_us": 20_000,
+              "victim_pps": 1200, "victim_s": 6.0, "victim_lead_s": 1.0, "idle_s": 8.0,
               "sample_ms": 50, "bmv2_paused_share": 0.1},
-    quick={"message_kb": 100, "victim_s": 3.5},
+    quick={"message_kb": 300, "victim_s": 3.5},
     run=run,
     plot=plot,
     fabrics=("leafspine",),

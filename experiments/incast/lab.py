@@ -2,15 +2,16 @@
 (not the kernel) as the bottleneck, so ECN and PFC see them.
 
     spec, roles = incast_fabric(senders=3)
-    with CongestionLab(spec, host_pps=250, fabric_pps=1000) as lab:
+    with CongestionLab(spec, host_pps=2400, fabric_pps=9600, link_mbps=20) as lab:
         lab.configure(CongestionConfig(ecn=EcnProfile(5, 20, 0.2)))
         lab.agent(roles.receiver) ...
 
 Links carry no tc shaping (rate, delay and queue None in the model): each switch port's queue
 gets `set_queue_rate` (host-facing ports `host_pps`, switch-to-switch ports `fabric_pps`) and
-`set_queue_depth`. Switches run with 8 priority queues (RoCE data on 3, CNPs/ACKs on 6, PFC
-frames on 0) and, where the traffic manager pauses (p4switch), the link rate PFC quanta refer
-to, which the senders and the P4 program's pause estimate share (`Target.with_queues`).
+`set_queue_depth` (host-facing `depth`, switch-to-switch `fabric_depth`, by default `depth`).
+Switches run with 8 priority queues (RoCE data on 3, CNPs/ACKs on 6, PFC frames on 0) and,
+where the traffic manager pauses (p4switch), the link rate PFC quanta refer to, which the
+senders and the P4 program's pause estimate share (`Target.with_queues`).
 """
 
 from __future__ import annotations
@@ -82,10 +83,12 @@ class CongestionLab(SessionLab):
     why BMv2 cannot stop it)."""
 
     def __init__(self, spec: FabricSpec, *, host_pps: int, fabric_pps: int, depth: int = 64,
-                 link_mbps: float = 10.0, log_dir: Path | None = None,
+                 fabric_depth: int | None = None, link_mbps: float = 10.0,
+                 log_dir: Path | None = None,
                  program: Path = PROGRAM, target: Target | str = "p4switch",
                  paused_share: float = 0.1) -> None:
         self.spec, self.host_pps, self.fabric_pps, self.depth = spec, host_pps, fabric_pps, depth
+        self.fabric_depth = fabric_depth or depth
         self.link_mbps = link_mbps
         self.target = get_target(target)
         self.paused_share = paused_share
@@ -110,16 +113,22 @@ class CongestionLab(SessionLab):
             ch.close()
         channels.clear()
 
-    def port_rate(self, switch: str, port: int) -> int:
+    def _to_switch(self, switch: str, port: int) -> bool:
         far = next(ln.other(switch).node for ln in self.spec.links_of(switch)
                    if ln.end(switch).port == port)
-        return self.fabric_pps if self.spec.is_switch(far) else self.host_pps
+        return self.spec.is_switch(far)
+
+    def port_rate(self, switch: str, port: int) -> int:
+        return self.fabric_pps if self._to_switch(switch, port) else self.host_pps
+
+    def port_depth(self, switch: str, port: int) -> int:
+        return self.fabric_depth if self._to_switch(switch, port) else self.depth
 
     def set_queues(self) -> None:
         for sw in self.spec.switches:
             lines = []
             for port in sorted(self.spec.ports(sw.name)):
-                lines += [f"set_queue_depth {self.depth} {port}",
+                lines += [f"set_queue_depth {self.port_depth(sw.name, port)} {port}",
                           f"set_queue_rate {self.port_rate(sw.name, port)} {port}"]
             self.channels[sw.name].batch(lines)
 

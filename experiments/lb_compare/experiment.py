@@ -21,6 +21,14 @@ the network stays up), every N and seed:
   NIC's share of the line rate);
 - out-of-order fraction and reorder-buffer peak at the receivers.
 
+Rates (docs/rates.md): `link_mbps` 0 (the default) gives every link of a fabric the rate that
+leaves each flow `flow_mbps` (10 Mb/s) at the largest N: 10 x ceil(N / NICs under the source
+leaf), 20 Mb/s on leafspine (4 NICs), 40 Mb/s on bigraph and hpn7 (2 NICs), so the source leaf
+offers 80 Mb/s (about 9,200 frames/s) whatever the fabric. A flow is 32 packets, as at the
+former 1 Mb/s: the queues reach the same depths in packets, 20-40 times sooner. The go-back-N
+timer `rto_s` and the reorder timeout (0.25 s) outlast a full 128-packet uplink queue at a
+quarter of 20 Mb/s (235 ms), so only a lost packet, never a queued one, is resent.
+
 Parameters `name_prefix` and `port_base` prefix every node and interface name and move the
 switches' management ports, so a run can share the machine with another fabric.
 
@@ -34,6 +42,7 @@ per scenario) and `tags.png` (goodput and packets resent with and without reorde
 from __future__ import annotations
 
 import functools
+import math
 import random
 import statistics
 
@@ -48,7 +57,7 @@ from topos.analysis import shortest_paths
 from topos.relocate import prefixed
 
 RUN_FIELDS = ["fabric", "scenario", "mode", "gap_us", "tags", "label", "flows", "seed",
-              "uplinks", "imbalance",
+              "link_mbps", "uplinks", "imbalance",
               "expected_ecmp", "uplinks_used", "jct_s", "ideal_s", "slowdown", "tput_mean_bps",
               "tput_min_bps", "tput_max_bps", "tput_cv", "packets", "out_of_order",
               "ooo_fraction", "reorder_peak", "reorder_distance_max", "lost", "complete",
@@ -109,9 +118,23 @@ def runs_of(params: dict, mode: str, gap: int, tags: bool) -> list[tuple[str, in
 
 
 def fabric(name: str, params: dict) -> FabricSpec:
-    spec = scaled_fabric(name, params, SCALES.get(name, {}), rate_mbps=params["link_mbps"],
+    """Fabric `name` at the run's scale, every link at `link_mbps(spec, params)`."""
+    spec = scaled_fabric(name, params, SCALES.get(name, {}), rate_mbps=1.0,
+                         queue_pkts=params["queue_pkts"])
+    spec = scaled_fabric(name, params, SCALES.get(name, {}), rate_mbps=link_mbps(spec, params),
                          queue_pkts=params["queue_pkts"])
     return isolated(spec, params)
+
+
+def link_mbps(spec: FabricSpec, params: dict) -> float:
+    """`link_mbps` when set, else the rate leaving every flow `flow_mbps` at the largest N:
+    flow_mbps x the most flows a source NIC carries (flows round-robin over the NICs under the
+    source leaf)."""
+    if params["link_mbps"] > 0:
+        return float(params["link_mbps"])
+    most = max(int(n) for n in [*params["flows"], *params["scenario_flows"]])
+    nics = len(nics_under(spec, end_leaves(spec)[0]))
+    return float(params["flow_mbps"]) * math.ceil(most / nics)
 
 
 def isolated(spec: FabricSpec, params: dict) -> FabricSpec:
@@ -204,7 +227,8 @@ def run_row(spec: FabricSpec, mode: str, gap_us: int, flows: list[FlowSpec], see
     mean_tput = statistics.mean(tputs)
     return {"fabric": spec.name, "scenario": scenario, "mode": mode, "gap_us": gap_us,
             "tags": int(tags), "label": label(mode, gap_us, tags),
-            "flows": len(flows), "seed": seed, "uplinks": len(ups),
+            "flows": len(flows), "seed": seed, "link_mbps": round(rate_bps / 1e6, 3),
+            "uplinks": len(ups),
             "imbalance": round(ratio, 4),
             "expected_ecmp": round(expected_imbalance(len(flows), len(ups)), 4),
             "uplinks_used": used, "jct_s": round(jct, 4), "ideal_s": round(ideal, 4),
@@ -231,7 +255,6 @@ def run(ctx: RunContext) -> None:
     params = ctx.params
     names = [ctx.fabric] if ctx.fabric else list(params["fabrics"])
     target = ctx.target  # resolved by the framework: p4switch or bmv2
-    rate_bps = params["link_mbps"] * 1e6
     check_scenarios(list(params["scenarios"]))
     sender = {"rto_s": params["rto_s"], "ack_every": params["ack_every"]}
     run_no = 0
@@ -239,13 +262,16 @@ def run(ctx: RunContext) -> None:
     runs, flow_rows, link_rows = [], [], []
     for name in names:
         spec = fabric(name, params)
+        mbps = link_mbps(spec, params)
+        rate_bps = mbps * 1e6
+        ctx.progress(f"lb-compare: {name}: links at {mbps:g} Mb/s")
         first_mode, first_gap, first_tags = modes(params)[0]
         leaf = end_leaves(spec)[0]
         with LbLab(spec, mode=first_mode, flowlet_gap_us=first_gap or None, target=target,
                    switch_tags=first_tags, log_dir=ctx.out.path / "logs" / name) as lab:
             rates = UplinkRates(functools.partial(lab.runtime_cli, leaf),
                                 [spec.port_to(leaf, up) for _, up in uplinks(spec, leaf)],
-                                link_mbps=params["link_mbps"], slow_factor=params["slow_factor"],
+                                link_mbps=mbps, slow_factor=params["slow_factor"],
                                 degrade_after=params["degrade_after"])
             for mode, gap, tags in modes(params):
                 if (mode, gap, tags) != (lab.mode, lab.flowlet_gap_us or 0, lab.switch_tags):
@@ -325,15 +351,16 @@ EXPERIMENT = Experiment(
             "reorder tags, on even and asymmetric uplinks: link imbalance against "
             "balls-into-bins, per-flow throughput, job completion time, reordering, "
             "go-back-N retransmissions",
-    duration="about 2.5 min with --quick, 12 min in full; Mininet, root",
+    duration="about 1 min with --quick, 6 min in full; Mininet, root",
     defaults={"fabrics": ["leafspine", "bigraph", "hpn7"],
               "modes": ["ecmp", "flowlet", "dlb", "qdlb", "dlb-untagged"],
-              "flowlet_gaps_us": [1000, 50000], "flows": [2, 4, 8, 16], "seeds": 3,
+              "flowlet_gaps_us": [1000, 50000], "flows": [2, 4, 8], "seeds": 3,
               "scenarios": ["even", "slow-uplink", "degrade"],
               "scenario_modes": ["ecmp", "dlb", "qdlb"], "scenario_flows": [8],
               "slow_factor": 0.25, "degrade_after": 0.3,
-              "flow_bytes": 32768, "link_mbps": 1.0, "queue_pkts": 256, "timeout_s": 30.0,
-              "rto_s": 1.0, "ack_every": 4, "reorder_timeout_s": 1.0,
+              "flow_bytes": 32768, "link_mbps": 0.0, "flow_mbps": 10.0, "queue_pkts": 256,
+              "timeout_s": 30.0,
+              "rto_s": 0.25, "ack_every": 4, "reorder_timeout_s": 0.25,
               "name_prefix": "", "port_base": 45000},
     quick={"fabrics": ["leafspine"], "flows": [4, 8], "seeds": 2},
     run=run,

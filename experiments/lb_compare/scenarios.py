@@ -10,7 +10,7 @@ DLB reads their depth at dequeue) instead of in the kernel's shaper behind the p
 - `degrade`: the first uplink drops to `slow_factor` after `degrade_after` of the run's ideal
   time, and is restored after the run.
 
-    rates = UplinkRates(lab, leaf, uplink_ports, link_mbps=1.0, slow_factor=0.25)
+    rates = UplinkRates(run_cli, uplink_ports, link_mbps=20.0, slow_factor=0.25)
     with rates.scenario("degrade", ideal_s=2.0):
         lab.run_flows(...)
 """

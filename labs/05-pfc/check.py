@@ -16,7 +16,7 @@ FILE = "pfc_lab.py"
 
 MARGIN = 4
 CASES = [(64, 1000, 250), (64, 250, 250), (32, 2000, 250), (100, 1000, 1000), (50, 3000, 1000)]
-INCAST = {"depth": 64, "fabric_pps": 1000, "host_pps": 250}  # `fabric-lab run incast` defaults
+INCAST = {"depth": 64, "fabric_pps": 9600, "host_pps": 2400}  # `fabric-lab run incast` defaults
 
 
 def _thresholds(work: Work, depth: int, fabric: float, host: float) -> tuple[int, int]:

@@ -42,6 +42,18 @@ def test_resolve_params_quick_and_typed_overrides(squares: Experiment) -> None:
         resolve_params(squares, quick=False, overrides={"count": "many"})
 
 
+def test_a_targets_own_defaults_apply_after_quick_and_before_overrides(
+        tmp_path: Path, squares: Experiment) -> None:
+    slow = dataclasses.replace(squares, per_target={"bmv2": {"count": 2, "label": "slow"}})
+    assert resolve_params(slow, quick=True, overrides={}, target="p4switch")["count"] == 3
+    on_bmv2 = resolve_params(slow, quick=True, overrides={"label": "z"}, target="bmv2")
+    assert (on_bmv2["count"], on_bmv2["label"]) == (2, "z")
+    result = execute(slow, quick=True, target="bmv2", base=tmp_path, progress=lambda _: None)
+    record = json.loads((result.path / "params.json").read_text())
+    assert record["target"] == "bmv2" and record["params"]["count"] == 2
+    assert [row["n"] for row in result.read_csv("squares.csv")] == ["0", "1"]
+
+
 def test_execute_writes_csv_params_and_plot(tmp_path: Path, squares: Experiment) -> None:
     result = execute(squares, quick=True, base=tmp_path, progress=lambda _: None)
     record = json.loads((result.path / "params.json").read_text())
