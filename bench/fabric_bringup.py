@@ -7,7 +7,9 @@ Per fabric and target (default: p4switch and BMv2, side by side): Mininet with h
 only (no switch processes), then the full network (switch processes started and probed until
 their gRPC port accepts), controller connect, and pipeline + routes; then the CPU the switch
 processes use while the fabric idles, in % of one core.
-Target: HPN 7.0 at its default scale up and routed in under 15 s.
+Targets: HPN 7.0 at its default scale up and routed in under 5 s; p4switch no slower than BMv2.
+The p4switch processes load the program the controller compiled from the compile cache
+(`p4switch.compile_cache.CompileCache`, $P4SWITCH_CACHE_DIR).
 """
 
 from __future__ import annotations
@@ -36,6 +38,13 @@ TICKS = os.sysconf("SC_CLK_TCK")
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def timed(fn):
@@ -90,6 +99,8 @@ def bench(fabric: str, target_name: str, idle: float, pipelines: dict,
         time.sleep(idle)  # measuring idle use: the fabric must be left alone for a while
         after = sum(cpu_seconds(p) for p in pids) + time.process_time()
         figures["idle_cpu_pct"] = 100 * (after - before) / idle
+        rss = [rss_mb(p) for p in pids]  # after routes and a little traffic-free running
+        figures["rss_mb"], figures["rss_max_mb"] = sum(rss), max(rss)
     finally:
         ctl.close()
         net.stop()
@@ -129,14 +140,16 @@ def main() -> int:
     print("P4 compile (once per target): "
           + ", ".join(f"{t} {s:.2f} s" for t, s in compile_s.items()))
     print(f"{'fabric':<11}{'target':<10}{'sw':>4}{'NICs':>5}{'mininet':>9}{'ready':>8}"
-          f"{'connect':>9}{'routes':>8}{'UP':>7}{'writes':>8}{'idle CPU':>10}{'up cmd':>8}")
+          f"{'connect':>9}{'routes':>8}{'UP':>7}{'writes':>8}{'idle CPU':>10}{'up cmd':>8}"
+          f"{'RSS MB':>14}")
     for fabric, target, f in rows:
         if f is None:
             print(f"{fabric:<11}{target:<10}  not installed")
             continue
         print(f"{fabric:<11}{target:<10}{f['switches']:>4}{f['nics']:>5}{f['mininet']:>8.2f}s"
               f"{f['ready']:>7.2f}s{f['connect']:>8.2f}s{f['routes']:>7.2f}s{f['up']:>6.2f}s"
-              f"{f['writes']:>8}{f['idle_cpu_pct']:>9.1f}%{f['up_cmd']:>7.2f}s")
+              f"{f['writes']:>8}{f['idle_cpu_pct']:>9.1f}%{f['up_cmd']:>7.2f}s"
+              f"{f['rss_mb']:>7.0f} ({f['rss_max_mb']:.0f})")
     done = {(fabric, target): f for fabric, target, f in rows if f is not None}
     if len(targets) == 2:
         print("p4switch / BMv2, UP and up cmd:")
@@ -147,9 +160,9 @@ def main() -> int:
             else:
                 print(f"  {fabric:<11}  BMv2 not installed")
     print("mininet = hosts+links only; ready = full network with switches answering gRPC; "
-          "UP = ready + connect + routes (target for hpn7: < 15 s); idle CPU = switch processes "
+          "UP = ready + connect + routes (target for hpn7: < 5 s); idle CPU = switch processes "
           "+ controller, % of one core; up cmd = `fabric-lab up --run true` total, compile "
-          "included (overlapped with the start)")
+          "included (overlapped with the start); RSS = all switch processes (largest one)")
     return 0
 
 

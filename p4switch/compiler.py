@@ -7,6 +7,11 @@
 
 source -> preprocess -> parse (LALR grammar) -> typed IR (checker) -> Python module (backend),
 exec'd once per program; the per-packet path never touches the syntax tree.
+
+What the back end makes of a preprocessed program (its Python source, control-plane model and
+field lists) is kept in an on-disk cache (`compile_cache.CompileCache`), keyed by the device
+config and the compiler's own sources: the switches of a fabric load the program their
+controller compiled instead of compiling it again. A missing, unreadable or corrupt entry is rebuilt.
 """
 
 from __future__ import annotations
@@ -14,40 +19,39 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .backend.program import generate
+from .compile_cache import CompileCache
 from .cpmodel import ControlPlaneModel
 from .engine import Engine, EngineConfig
-from .frontend.check import Checker, ProgramInfo
 from .frontend.diagnostics import Diagnostic, P4CompileError, Reporter
-from .frontend.parse import parse
 from .frontend.preprocess import Preprocessed, preprocess
 
-__all__ = ["CompiledProgram", "Diagnostic", "P4CompileError", "compile_program",
-           "compile_source"]
+if TYPE_CHECKING:
+    from .frontend.check import ProgramInfo
+
+__all__ = ["CompiledProgram", "Diagnostic", "P4CompileError",
+           "compile_program", "compile_source"]
 
 _CONFIG_FORMAT = "p4switch-device-config-1"
 
 
 class CompiledProgram:
-    def __init__(self, name: str, pre: Preprocessed, info: ProgramInfo, source: str,
-                 model: ControlPlaneModel):
+    def __init__(self, name: str, pre: Preprocessed, source: str, model: ControlPlaneModel,
+                 field_lists: dict[int, list[str]]):
         self.name = name
         self.model = model
         self.python_source = source
         self._pre = pre
-        self._info = info
         namespace: dict = {}
         exec(compile(source, f"<p4switch:{name}>", "exec"), namespace)
         self._make = namespace["make"]
-        self._field_lists = _field_lists(info)
+        self._field_lists = field_lists
 
     def device_config(self) -> bytes:
         """The self-contained bundle p4switch-compile writes and SetForwardingPipelineConfig
         carries: the preprocessed source, its line map and the program name."""
-        return json.dumps({"format": _CONFIG_FORMAT, "name": self.name,
-                           "source": self._pre.text, "line_map": self._pre.line_map},
-                          separators=(",", ":")).encode()
+        return _device_config(self.name, self._pre)
 
     @classmethod
     def from_device_config(cls, data: bytes) -> CompiledProgram:
@@ -87,9 +91,38 @@ def compile_source(text: str, filename: str = "<string>",
     return _compile_preprocessed(pre, Path(filename).stem, reporter)
 
 
+def _device_config(name: str, pre: Preprocessed) -> bytes:
+    return json.dumps({"format": _CONFIG_FORMAT, "name": name, "source": pre.text,
+                       "line_map": pre.line_map}, separators=(",", ":")).encode()
+
+
 def _compile_preprocessed(pre: Preprocessed, name: str,
                           reporter: Reporter | None = None) -> CompiledProgram:
-    reporter = reporter or Reporter()
+    """The program from the cache when it holds it (and still loads), else compiled and
+    cached; both give the same Python source and model."""
+    cache = CompileCache.from_env()
+    key = cache.key(_device_config(name, pre)) if cache is not None else ""
+    if cache is not None:
+        hit = cache.load(key)
+        if hit is not None:
+            try:
+                return CompiledProgram(name, pre, *hit)
+            except Exception:  # a cached source that does not load is rebuilt, not trusted
+                cache.discard(key)
+    source, model, field_lists = _compile(pre, name, reporter or Reporter())
+    program = CompiledProgram(name, pre, source, model, field_lists)
+    if cache is not None:
+        cache.store(key, source, model, field_lists)
+    return program
+
+
+def _compile(pre: Preprocessed, name: str,
+             reporter: Reporter) -> tuple[str, ControlPlaneModel, dict[int, list[str]]]:
+    """Parse, check and generate: (Python source, control-plane model, field lists)."""
+    from .backend.program import generate
+    from .frontend.check import Checker
+    from .frontend.parse import parse
+
     try:
         prog = parse(pre, reporter)
         reporter.check()
@@ -102,7 +135,7 @@ def _compile_preprocessed(pre: Preprocessed, name: str,
     result = generate(info, name, reporter)
     reporter.check()
     source, model = result
-    return CompiledProgram(name, pre, info, source, model)
+    return source, model, _field_lists(info)
 
 
 def _field_lists(info: ProgramInfo) -> dict[int, list[str]]:

@@ -2,14 +2,32 @@
 
 from __future__ import annotations
 
+import sys
 from concurrent import futures
 
-import grpc
-from p4.v1 import p4runtime_pb2_grpc
 
-from p4switch.server.service import P4RuntimeService
-from p4switch.switch.dataplane import Dataplane
-from p4switch.switch.device import Device
+def _import_google_rpc() -> None:
+    """Import `google.rpc` (the P4Runtime protobufs need it) without pkg_resources: its
+    `__init__` declares the namespace through pkg_resources when that imports, which is ~90 ms,
+    most of a switch process's start-up; otherwise it uses pkgutil.extend_path, which gives the
+    same package path."""
+    if "google.rpc" in sys.modules or "pkg_resources" in sys.modules:
+        return
+    sys.modules["pkg_resources"] = None  # type: ignore[assignment]  # import fails: fallback
+    try:
+        import google.rpc  # noqa: F401
+    finally:
+        del sys.modules["pkg_resources"]
+
+
+_import_google_rpc()
+
+import grpc  # noqa: E402
+from p4.v1 import p4runtime_pb2_grpc  # noqa: E402
+
+from p4switch.server.service import P4RuntimeService  # noqa: E402
+from p4switch.switch.dataplane import Dataplane  # noqa: E402
+from p4switch.switch.device import Device  # noqa: E402
 
 __all__ = ["P4RuntimeServer", "P4RuntimeService"]
 

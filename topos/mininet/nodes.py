@@ -32,11 +32,24 @@ class SwitchStartError(RuntimeError):
     pass
 
 
-def _run(argv: list[str], what: str) -> None:
+def _run(argv: list[str], what: str, stdin: str | None = None) -> None:
     """Run a root-namespace command; raise with its stderr if it fails."""
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    done = subprocess.run(argv, input=stdin, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{what} failed ({' '.join(argv)}): {done.stderr.strip()}")
+
+
+def _run_all(commands: Sequence[tuple[list[str], str]]) -> None:
+    """Run root-namespace commands side by side; raise naming the first that failed."""
+    procs = [(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True), argv, what) for argv, what in commands]
+    failed = []
+    for proc, argv, what in procs:
+        _, err = proc.communicate()
+        if proc.returncode != 0:
+            failed.append(f"{what} failed ({' '.join(argv)}): {err.strip()}")
+    if failed:
+        raise RuntimeError(failed[0])
 
 
 def grpc_listening(port: int, host: str = "127.0.0.1") -> bool:
@@ -101,11 +114,16 @@ class P4Switch(OwnedProcesses, Switch):
         return self.log_dir / f"{self.name}.log"
 
     def prepare_ports(self) -> None:
-        for intf in self.p4_ports.values():
-            _run(["ip", "link", "set", "dev", intf, "up"], f"{self.name}: bringing {intf} up")
-            _run(["sysctl", "-q", "-w", f"net.ipv6.conf.{intf}.disable_ipv6=1"],
-                 f"{self.name}: disabling IPv6 on {intf}")
-            _run(["ethtool", "-K", intf, *OFFLOADS], f"{self.name}: offloads off on {intf}")
+        """Ports up, IPv6 off (one command each for all ports), offloads off (side by side)."""
+        intfs = list(self.p4_ports.values())
+        if not intfs:
+            return
+        _run(["ip", "-batch", "-"], f"{self.name}: bringing {', '.join(intfs)} up",
+             "".join(f"link set dev {intf} up\n" for intf in intfs))
+        _run(["sysctl", "-q", "-w", *(f"net.ipv6.conf.{intf}.disable_ipv6=1" for intf in intfs)],
+             f"{self.name}: disabling IPv6 on {', '.join(intfs)}")
+        _run_all([(["ethtool", "-K", intf, *OFFLOADS], f"{self.name}: offloads off on {intf}")
+                  for intf in intfs])
 
     def start(self, controllers: Sequence[Any] = ()) -> None:
         """Launch the target (non-blocking); `batchStartup` waits for every switch to be ready."""
