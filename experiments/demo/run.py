@@ -3,11 +3,12 @@
 `fabric-lab demo` (and `sudo make demo`) brings the fabric up with its links at `link_mbps`
 (100 Mb/s, queues of `queue_pkts` = 1000), starts RoCEv2-format flows of 1000-byte datagrams
 at 1250 packets/s each (10 Mb/s; 12.5 packets per 10 ms bin: an outage of 50 ms is five empty
-bins; on BMv2 500 packets/s of 256 bytes, `FLOW_RATES`), and runs the stages of `experiments.demo.stages` back to back: data-plane fast
-failover, controller reroute, silent drop found by the probes (and, on request, no failover at
-all). The terminal view (`experiments.demo.view`) and, with `--web`, the browser show it live;
-at the end it prints each stage's loss windows, writes CSV files and `timeline.png`, and fails
-(`DemoFailed`) when a flow did not recover.
+bins; on BMv2 500 packets/s of 256 bytes, `FLOW_RATES`), and runs the stages of
+`experiments.demo.stages` back to back: data-plane fast failover, controller reroute, silent
+drop found by the probes (and, on request, no failover at all). The terminal view
+(`experiments.demo.view`) and, with `--web`, the browser show it live; at the end it prints
+each stage's loss windows, writes CSV files and `timeline.png`, and fails (`DemoFailed`) when a
+flow did not recover.
 """
 
 from __future__ import annotations
