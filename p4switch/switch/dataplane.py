@@ -51,7 +51,7 @@ class Dataplane:
         self.trace: Callable[[str], None] | None = None  # per-packet log lines (-L trace)
         self.pfc: PfcReceiver | None = None  # honours received PFC frames (p4switch-only)
         self._injected: deque[tuple[int, bytes]] = deque()
-        self._unflushed: set[RawPort] = set()  # ports with frames queued in their tx ring
+        self._unflushed: set[RawPort] = set()  # ports sent to in this pass: flushed at its end
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -193,8 +193,7 @@ class Dataplane:
         p = self.ports.get(port)
         if p is not None:
             p.send(frame)
-            if p.pending:
-                self._unflushed.add(p)
+            self._unflushed.add(p)
         elif port == self.device.cpu_port and self.packet_in is not None:
             self.packet_in(frame)
         else:

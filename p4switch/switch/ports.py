@@ -21,7 +21,7 @@ import struct
 from dataclasses import dataclass
 
 from p4switch.switch.pcap import PcapWriter
-from p4switch.switch.rings import Rings
+from p4switch.switch.rings import MIN_FRAME, Rings
 
 log = logging.getLogger("p4switch.ports")
 ETH_P_ALL = 0x0003
@@ -185,7 +185,7 @@ class RawPort:
         """Transmit one frame (with a transmit ring: queue it until `flush`); False (and a tx
         error counted) if the kernel refuses it."""
         tx = self._tx
-        if tx is not None and tx.fits(frame):
+        if tx is not None and MIN_FRAME <= len(frame) <= tx.max_len:
             if not tx.put(frame):
                 self.counters.tx_errors += 1
                 return False
@@ -202,11 +202,6 @@ class RawPort:
         if self._pcap_out is not None:
             self._pcap_out.write(frame)
         return True
-
-    @property
-    def pending(self) -> int:
-        """Frames queued in the transmit ring, not yet handed to the kernel."""
-        return self._tx.pending if self._tx is not None else 0
 
     def flush(self) -> None:
         """Hand the frames queued in the transmit ring to the kernel; those it refuses count

@@ -106,8 +106,8 @@ class RxRing:
 
 
 class TxRing:
-    """Frames queued for the socket, sent in bursts by `flush`. A frame that does not `fit` a
-    slot is the caller's to send, after a flush (to keep the order) and through another socket:
+    """Frames queued for the socket, sent in bursts by `flush`. A frame outside
+    MIN_FRAME..`max_len` is the caller's to send, after a flush (to keep the order) and through another socket:
     with a transmit ring, send() on this one only flushes the ring."""
 
     def __init__(self, sock: socket.socket, ring: mmap.mmap, base: int, slots: int,
@@ -116,9 +116,6 @@ class TxRing:
         self._head = 0
         self.pending = 0
         self.max_len = min(FRAME_SIZE - _TX_DATA_AT, max_len)
-
-    def fits(self, frame: bytes) -> bool:
-        return MIN_FRAME <= len(frame) <= self.max_len
 
     def put(self, frame: bytes) -> bool:
         """Queue `frame` (which `fits`); False if the ring is still full after a flush."""
