@@ -27,8 +27,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from p4.v1 import p4runtime_pb2
-
 from controller.fabric import FabricController
 from controller.linkwatch import interface_up
 from controller.periodic import Periodic
@@ -135,9 +133,6 @@ class LinkProber:
                               errors=(Exception,),  # a failed round must not end the prober
                               on_error=lambda err: log.warning("probe round failed: %s", err))
         self._port_meta = self._packet_out_port()
-        names = ctl.intent.names
-        self._rx_id = ctl.schema.counter(names.rx_counter).preamble.id
-        self._tx_id = ctl.schema.counter(names.tx_counter).preamble.id
 
     def _packet_out_port(self) -> tuple[int, int]:
         """(metadata id, bit width) of the packet_out header's egress port field."""
@@ -156,20 +151,8 @@ class LinkProber:
     # ---- one round -----------------------------------------------------------------------
     def _counters(self, switch: str) -> tuple[Counters, Counters]:
         """(rx, tx) packets of the switch's probed ports, every cell in one Read."""
-        entities = []
-        for counter_id in (self._rx_id, self._tx_id):
-            for port in self._ports[switch]:
-                entity = p4runtime_pb2.Entity()
-                entity.counter_entry.counter_id = counter_id
-                entity.counter_entry.index.index = port
-                entities.append(entity)
-        rx: Counters = {}
-        tx: Counters = {}
-        for e in self.ctl.clients[switch].read(entities):
-            cell = e.counter_entry
-            (rx if cell.counter_id == self._rx_id else tx)[cell.index.index] = \
-                cell.data.packet_count
-        return rx, tx
+        rx, tx = self.ctl.port_counters(switch, self._ports[switch])
+        return ({port: c[0] for port, c in rx.items()}, {port: c[0] for port, c in tx.items()})
 
     def _snapshot(self, pool: ThreadPoolExecutor) -> dict[str, tuple[Counters, Counters]]:
         futures = {sw: pool.submit(self._counters, sw) for sw in self.switches}

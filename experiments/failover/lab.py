@@ -316,12 +316,16 @@ class FailoverLab(SessionLab):
 
     def _burst_path(self, flow: Flow, before: dict[tuple[str, int], int], count: int,
                     timeout: float) -> frozenset[tuple[str, int]]:
-        """Wait until the burst reached the destination NIC; the ports it left through."""
+        """Wait until the burst reached the destination NIC; the ports it left through.
+
+        The switches are read one after another, so a reading taken while the burst is in
+        flight can show it at the last hop but not yet at a switch read earlier; the path
+        comes from one more reading, taken once the burst has arrived."""
         last_hops = self.spec.attachments(flow.dst)
+        switches = [sw.name for sw in self.spec.switches]
         deadline = time.monotonic() + timeout
         while True:
-            now = self._port_packets(sw.name for sw in self.spec.switches)
-            grown = {key: n - before.get(key, 0) for key, n in now.items()}
+            grown = self._grown(switches, before)
             delivered = sum(grown.get(hop, 0) for hop in last_hops)
             if delivered >= count or time.monotonic() > deadline:
                 break
@@ -329,7 +333,12 @@ class FailoverLab(SessionLab):
         if delivered < count // 2:
             raise RuntimeError(f"trace of {flow.name}: {delivered} of {count} packets reached "
                                f"{flow.dst} within {timeout:g} s; the fabric does not forward")
+        grown = self._grown(switches, before)
         return frozenset(key for key, n in grown.items() if n >= count // 2)
+
+    def _grown(self, switches: list[str], before: dict[tuple[str, int], int]
+               ) -> dict[tuple[str, int], int]:
+        return {key: n - before.get(key, 0) for key, n in self._port_packets(switches).items()}
 
     def crosses(self, kind: str, target: str, path: frozenset[tuple[str, int]]) -> bool:
         """Whether a flow with this traced path goes through the failure's target."""

@@ -100,6 +100,7 @@ class FabricMonitor:
         self.errors.append(str(err))
 
     def start(self) -> FabricMonitor:
+        self._sample_links()  # the first page already shows every link
         self._loop.start()
         return self
 
@@ -122,11 +123,15 @@ class FabricMonitor:
                     if visit % self.slow_every == 0 else None)
             with self._lock:
                 self._update_switch(switch.name, now, slow)
+        self._sample_links()
+        if self._ticks % n == 0 and self.ctl is not None:
+            with self._lock:
+                self._add_nic_point()
+
+    def _sample_links(self) -> None:
         states = {name: state for name, _intfs, state in link_states(self.spec)}
         with self._lock:
             self._update_links(states)
-            if self._ticks % n == 0 and self.ctl is not None:
-                self._add_nic_point()
 
     def _read_slow(self, switch: str, thrift_port: int) -> _Reading:
         assert self.ctl is not None  # sample() reads counters only with a controller

@@ -14,7 +14,7 @@ MINUTES = 45
 PREREQS = "lab 4; PFC pause frames (docs/mechanisms/pfc.md); root for the last step"
 FILE = "pfc_lab.py"
 
-MARGIN = 4
+REACTION_S = 0.003  # the lab's model: the pause acts 3 ms after it is decided
 CASES = [(64, 1000, 250), (64, 250, 250), (32, 2000, 250), (100, 1000, 1000), (50, 3000, 1000)]
 INCAST = {"depth": 64, "fabric_pps": 9600, "host_pps": 2400}  # `fabric-lab run incast` defaults
 
@@ -36,7 +36,7 @@ def loads(work: Work) -> str:
 def xoff_fits(work: Work) -> str:
     for depth, fabric, host in CASES:
         xoff, _ = _thresholds(work, depth, fabric, host)
-        need = xoff * fabric / host + MARGIN
+        need = xoff * fabric / host + fabric * REACTION_S
         if need > depth:
             raise StepFailed(f"depth {depth}, fabric {fabric} pps, host {host} pps: XOFF {xoff} "
                              f"needs {need:g} packets of queue; the queue drops before the "
@@ -48,9 +48,9 @@ def xoff_largest(work: Work) -> str:
     shown = []
     for depth, fabric, host in CASES:
         xoff, _ = _thresholds(work, depth, fabric, host)
-        if xoff * fabric / host + MARGIN > depth:
+        if xoff * fabric / host + fabric * REACTION_S > depth:
             raise StepFailed(f"depth {depth}: XOFF {xoff} does not fit at all (step 2 first)")
-        if (xoff + 1) * fabric / host + MARGIN <= depth:
+        if (xoff + 1) * fabric / host + fabric * REACTION_S <= depth:
             raise StepFailed(f"depth {depth}, fabric {fabric} pps, host {host} pps: XOFF "
                              f"{xoff + 1} would still fit; a low XOFF pauses more than needed")
         shown.append(f"{depth}/{fabric}/{host}: XOFF {xoff}")
@@ -110,9 +110,10 @@ def incast_lossless(work: Work) -> str:
 STEPS = [
     Step("defines pfc_thresholds()", loads, "keep the function's name and arguments"),
     Step("XOFF leaves room for the headroom", xoff_fits,
-         "TODO 1: XOFF x fabric_pps / host_pps + MARGIN <= depth; round down, never up"),
+         "TODO 1: XOFF x fabric_pps / host_pps + fabric_pps x REACTION_S <= depth; round down, "
+         "never up"),
     Step("XOFF is the largest that fits", xoff_largest,
-         "TODO 1: floor((depth - MARGIN) x host_pps / fabric_pps)"),
+         "TODO 1: floor((depth - fabric_pps x REACTION_S) x host_pps / fabric_pps)"),
     Step("XON is half of XOFF", xon_half, "TODO 3: xoff // 2"),
     Step("refuses a queue too small for PFC", refuses_small_queue,
          "TODO 2: raise ValueError when XOFF < 2"),

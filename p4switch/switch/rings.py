@@ -14,6 +14,7 @@ Both rings of a socket live in one mapping, the receive ring first.
 
 from __future__ import annotations
 
+import errno
 import mmap
 import socket
 import struct
@@ -134,40 +135,72 @@ class TxRing:
         return True
 
     def flush(self) -> list[int]:
-        """Hand every queued frame to the kernel; the lengths of those it refused (e.g. the
-        interface is down), whose slots are taken back."""
-        if not self.pending:
-            return []
-        count, self.pending = self.pending, 0
-        try:
-            self._sock.send(b"", socket.MSG_DONTWAIT)
-        except OSError:
-            pass
-        else:
-            return []
-        try:  # once more: the error may be a stale one (the link went down and up again)
-            self._sock.send(b"", socket.MSG_DONTWAIT)
-        except OSError:
-            return self._take_back(count)
-        return []
-
-    def _take_back(self, count: int) -> list[int]:
-        """After a failed send: the kernel stopped at the first slot still marked for sending
-        and left the rest alone; mark them free again and rewind to it, in step with the
-        kernel's own position."""
+        """Hand every queued frame to the kernel; the lengths of those it refused. As with a
+        send per frame, a frame the egress path drops (ENOBUFS: a tc filter, a full qdisc) is
+        lost and the frames after it still go out; when the interface refuses them all (it is
+        down), their slots are taken back."""
         refused: list[int] = []
-        ring, first = self._map, None
-        for back in range(count, 0, -1):
-            slot = (self._head - back) % self.slots
-            at = self._base + slot * FRAME_SIZE
-            if first is None and ring[at + _STATUS_LOW] != TP_STATUS_SEND_REQUEST:
-                continue
-            if first is None:
-                first = slot
+        retried = False
+        while self.pending:
+            try:
+                self._sock.send(b"", socket.MSG_DONTWAIT)
+            except OSError as exc:
+                if exc.errno == errno.ENOBUFS:
+                    refused.append(self._drop_unsent_head())
+                    continue
+                if not retried:  # once more: the error may be a stale one (down and up again)
+                    retried = True
+                    continue
+                refused.extend(self._take_back())
+                break
+            self.pending = 0
+        return refused
+
+    def _unsent(self) -> tuple[int, int]:
+        """(slot, count): the first queued frame the kernel has not taken yet (its own ring
+        position: it stops there on an error and retries that frame at the next send) and how
+        many queued frames are left from there on."""
+        ring, slots = self._map, self.slots
+        for back in range(self.pending, 0, -1):
+            slot = (self._head - back) % slots
+            if ring[self._base + slot * FRAME_SIZE + _STATUS_LOW] == TP_STATUS_SEND_REQUEST:
+                return slot, back
+        return self._head, 0
+
+    def _drop_unsent_head(self) -> int:
+        """The kernel refused the frame at its position (and will retry it): drop that frame
+        by moving the ones behind it up a slot; returns its length."""
+        ring, base, slots = self._map, self._base, self.slots
+        first, left = self._unsent()
+        if not left:  # nothing of ours is waiting: the error was about no frame of this flush
+            self.pending = 0
+            return 0
+        at = base + first * FRAME_SIZE
+        length = _TX_LEN.unpack_from(ring, at + 4)[0]
+        for k in range(left - 1):
+            src = base + (first + k + 1) % slots * FRAME_SIZE
+            n = _TX_LEN.unpack_from(ring, src + 4)[0]
+            ring[at + 4:at + 12] = ring[src + 4:src + 12]
+            ring[at + _TX_DATA_AT:at + _TX_DATA_AT + n] = ring[src + _TX_DATA_AT:src + _TX_DATA_AT + n]
+            at = src
+        ring[at:at + 4] = _KERNEL
+        self._head = (first + left - 1) % slots
+        self.pending = left - 1
+        return length
+
+    def _take_back(self) -> list[int]:
+        """After the interface refused the frames: the kernel stopped at the first one still
+        marked for sending and left the rest alone; mark them free again and rewind to it, in
+        step with the kernel's own position."""
+        ring, base, slots = self._map, self._base, self.slots
+        first, left = self._unsent()
+        refused: list[int] = []
+        for k in range(left):
+            at = base + (first + k) % slots * FRAME_SIZE
             refused.append(_TX_LEN.unpack_from(ring, at + 4)[0])
             ring[at:at + 4] = _KERNEL
-        if first is not None:
-            self._head = first
+        self._head = first
+        self.pending = 0
         return refused
 
 

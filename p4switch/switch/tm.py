@@ -7,6 +7,8 @@
 - p4switch-only: a queue can be paused for a duration (`pause(port, priority, seconds)`), the
   mechanism a PFC implementation needs; BMv2 has no equivalent. A paused queue keeps accepting
   (and tail-dropping) packets but is not served until the pause expires or `resume` is called.
+  Then it drains at its rate again, from the moment it resumed: the backlog a pause built up
+  is not sent as one burst (802.1Qbb: a MAC resumes at its link rate).
 
 Not thread-safe: the data-plane loop and the runtime commands share one lock held by the caller.
 Times are `time.monotonic()` seconds; the queue fields handed to egress are in µs / packets.
@@ -99,7 +101,11 @@ class TrafficManager:
     def pause(self, port: int, priority: int, seconds: float) -> None:
         """Stop serving one queue for `seconds` (p4switch-only; 0 resumes at once)."""
         q = self._select(port, priority)[0]
-        q.paused_until = self.clock() + seconds if seconds > 0 else 0.0
+        now = self.clock()
+        if seconds > 0:
+            q.paused_until = now + seconds
+        elif q.paused_until > now:
+            q.paused_until = now  # the resume time paces the backlog (dequeue_due)
 
     def resume(self, port: int, priority: int) -> None:
         self.pause(port, priority, 0)
@@ -162,7 +168,11 @@ class TrafficManager:
             while True:
                 for prio in range(len(qs) - 1, -1, -1):
                     q = qs[prio]
-                    if q.items and q.items[0][0] <= now and q.paused_until <= now:
+                    if not q.items or q.paused_until > now:
+                        continue
+                    if q.items[0][0] < q.paused_until:  # the head waited out a pause
+                        self._repace(q)
+                    if q.items[0][0] <= now:
                         send_at, enq_time, enq_qdepth, item = q.items.popleft()
                         q.stats.dequeued += 1
                         self._pending -= 1
@@ -173,6 +183,18 @@ class TrafficManager:
             if not any(q.items for q in qs):
                 del self._busy[port]
         return out
+
+    @staticmethod
+    def _repace(q: EgressQueue) -> None:
+        """Departure times after a pause: from the resume time on, at the queue's rate."""
+        gap = 1.0 / q.rate_pps if q.rate_pps > 0 else 0.0
+        t, items = q.paused_until, deque()
+        for send_at, enq_time, enq_qdepth, item in q.items:
+            t = max(send_at, t)
+            items.append((t, enq_time, enq_qdepth, item))
+            t += gap
+        q.items = items
+        q.last_send_at = max(q.last_send_at, t - gap)
 
     def next_due(self) -> float | None:
         """Monotonic time at which the next packet becomes due (None: nothing queued)."""

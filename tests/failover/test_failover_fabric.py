@@ -29,14 +29,14 @@ def lab(tmp_path_factory):
         yield running
 
 
-def wait_for(condition, timeout: float, what: str):
+def wait_for(condition, timeout: float, what: str, detail=lambda: ""):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
         if value:
             return value
         time.sleep(0.05)  # poll interval
-    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}{detail()}")
 
 
 def tx_packets(lab: FailoverLab, switch: str, port: int) -> int:
@@ -155,6 +155,12 @@ def test_a_dual_homed_nic_keeps_sending_through_its_other_tor(lab):
         wait_for(lambda: lab.rc.wait_idle(0.1) and not lab.rc.down_links(), 5, "the restore")
 
 
+def _losses(lab: FailoverLab, link: str) -> str:
+    """What the probes measured on `link` in their last rounds (for a failure's message)."""
+    return "; ".join(",".join(f"{d.src}->{d.dst} {d.lost}/{d.sent}" for d in r.directions
+                              if d.link == link) for r in lab.prober.rounds[-6:])
+
+
 def test_the_probes_find_and_isolate_a_silently_dropping_link_and_give_it_back(lab):
     lab.start_loops(reconverge=True, probes=True)
     flows = lab.plan_flows(PAIRS, per_pair=4)
@@ -165,7 +171,8 @@ def test_the_probes_find_and_isolate_a_silently_dropping_link_and_give_it_back(l
         failure = Failure("silent", links.link_name(link))
         lab.fail(failure, drop=0.3)
         try:
-            wait_for(lambda: failure.target in lab.prober.isolated, 10, "the isolation")
+            wait_for(lambda: failure.target in lab.prober.isolated, 10, "the isolation",
+                     lambda: f"; lost/sent in the last rounds: {_losses(lab, failure.target)}")
             event = wait_for(lambda: next((e for e in lab.rc.events if e.source == "probe"
                                            and e.link == failure.target and e.rerouted), None),
                              5, "the controller to route around it")

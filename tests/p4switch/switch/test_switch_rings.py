@@ -11,6 +11,7 @@ import pytest
 from sw_netenv import drain, raw_socket, recv_frames, run
 
 from p4switch.switch.ports import RawPort
+from topos.mininet.cli import drop_program
 
 MODES = {"rings": {}, "syscalls": {"rx_ring": 0, "tx_ring": 0}}
 SRC, DST = bytes.fromhex("020000000001"), bytes.fromhex("020000000002")
@@ -102,6 +103,37 @@ def test_frames_refused_on_a_down_interface_are_counted_and_never_sent(net, wire
         assert recv_frames(host, 2.0) == [frame(60, 99)]  # nothing stale before it
     finally:
         port.close()
+
+
+@pytest.mark.parametrize("burst", [1, 8])
+@pytest.mark.parametrize("mode", MODES)
+def test_frames_dropped_on_the_way_out_are_lost_alone_and_the_rest_go_out_in_order(wire, mode,
+                                                                                   burst):
+    """A tc filter drops 30% of what leaves the switch interface (the failover experiment's
+    silent drop). The kernel refuses a dropped frame with ENOBUFS and, with a transmit ring,
+    would offer the same frame again at the next send: each must be lost once, as with a send
+    per frame, and the frames behind it still go out."""
+    _, host, sw_if = wire
+    run("tc", "qdisc", "add", "dev", sw_if, "clsact")
+    run("tc", "filter", "add", "dev", sw_if, "egress", "bpf", "da", "bytecode",
+        drop_program(0.3))
+    port = RawPort(1, sw_if, **MODES[mode])
+    try:
+        count = 1000
+        for i in range(count):
+            port.send(frame(60, i))  # False at once without a ring; with one, at the flush
+            if i % burst == burst - 1:
+                port.flush()
+        got = recv_frames(host, 1.0, count)
+        seqs = [int.from_bytes(f[14:18], "big") for f in got]
+        assert seqs == sorted(set(seqs)), "frames repeated or out of order"
+        assert got == [frame(60, i) for i in seqs]
+        c = port.counters
+        assert (c.tx_packets, c.tx_errors) == (len(got), count - len(got))
+        assert 0.24 < c.tx_errors / count < 0.36  # 30% of 1000: 4.1 standard deviations
+    finally:
+        port.close()
+        run("tc", "qdisc", "del", "dev", sw_if, "clsact")
 
 
 def test_a_full_receive_ring_drops_in_the_kernel_and_counts_it(wire):

@@ -70,6 +70,40 @@ def test_pause_holds_a_queue_until_it_expires_or_resumes():
     assert [o[2] for o in tm.dequeue_due(clock.t + 1)] == ["again"]
 
 
+def test_a_paused_backlog_drains_at_the_queue_rate_from_the_resume_not_in_one_burst():
+    clock = Clock()
+    tm = TrafficManager(clock=clock)
+    tm.set_queue_rate(10, 1)  # one packet every 100 ms
+    tm.pause(1, 0, 1.0)
+    for i in range(4):  # stamped 0, 0.1, 0.2, 0.3 s from now: all stale when the pause ends
+        tm.enqueue(1, 0, i, clock.t)
+    assert tm.dequeue_due(clock.t + 0.99) == []
+    assert [o[2] for o in tm.dequeue_due(clock.t + 1.05)] == [0]
+    assert tm.next_due() == pytest.approx(clock.t + 1.1)
+    assert [o[2] for o in tm.dequeue_due(clock.t + 1.25)] == [1, 2]  # due 1.1 and 1.2
+    tm.enqueue(1, 0, 4, clock.t + 1.25)  # a newcomer queues behind the re-paced backlog
+    assert [o[2] for o in tm.dequeue_due(clock.t + 1.35)] == [3]
+    assert tm.next_due() == pytest.approx(clock.t + 1.4)
+    # resume() before the pause expires: pacing starts at the resume
+    tm.pause(1, 0, 10)
+    for i in range(5, 8):
+        tm.enqueue(1, 0, i, clock.t)
+    clock.t += 2.0
+    tm.resume(1, 0)
+    assert [o[2] for o in tm.dequeue_due(clock.t)] == [4]
+    assert tm.next_due() == pytest.approx(clock.t + 0.1)
+    assert [o[2] for o in tm.dequeue_due(clock.t + 0.2)] == [5, 6]
+
+
+def test_an_unlimited_queue_sends_its_paused_backlog_at_once():
+    clock = Clock()
+    tm = TrafficManager(clock=clock)
+    tm.pause(1, 0, 0.5)
+    for i in range(3):
+        tm.enqueue(1, 0, i, clock.t)
+    assert [o[2] for o in tm.dequeue_due(clock.t + 0.5)] == [0, 1, 2]
+
+
 def test_bypass_only_for_an_idle_unlimited_queue():
     clock = Clock()
     tm = TrafficManager(priority_queues=2, clock=clock)
