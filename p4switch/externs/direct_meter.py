@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from p4switch import cpmodel as cp
-from p4switch.backend.expr import Unsupported
 from p4switch.externs.base import (
     ExternCodec,
     ExternKind,
@@ -46,6 +45,8 @@ def unattached(name: str, annos: list, eid: int | None, args: list) -> cp.Meter:
 
 
 def _read(ctx, c, obj, env) -> None:
+    from p4switch.backend.expr import Unsupported  # the compiler's; a switch never needs it
+
     (out,) = ctx.extern.args(c)
     color = ctx.meter_colors.get(id(obj.ref))
     if color is None:

@@ -168,36 +168,31 @@ class TxRing:
         return self._head, 0
 
     def _drop_unsent_head(self) -> int:
-        """The kernel refused the frame at its position (and will retry it): drop that frame
-        by moving the ones behind it up a slot; returns its length."""
-        ring, base, slots = self._map, self._base, self.slots
+        """The kernel refused the frame at its position and would offer it again: make it
+        empty, which the kernel skips (PACKET_LOSS; shorter than an Ethernet header) before
+        going on with the frames behind it; returns the frame's length."""
         first, left = self._unsent()
         if not left:  # nothing of ours is waiting: the error was about no frame of this flush
             self.pending = 0
             return 0
-        at = base + first * FRAME_SIZE
-        length = _TX_LEN.unpack_from(ring, at + 4)[0]
-        for k in range(left - 1):
-            src = base + (first + k + 1) % slots * FRAME_SIZE
-            n = _TX_LEN.unpack_from(ring, src + 4)[0]
-            ring[at + 4:at + 12] = ring[src + 4:src + 12]
-            ring[at + _TX_DATA_AT:at + _TX_DATA_AT + n] = ring[src + _TX_DATA_AT:src + _TX_DATA_AT + n]
-            at = src
-        ring[at:at + 4] = _KERNEL
-        self._head = (first + left - 1) % slots
-        self.pending = left - 1
+        at = self._base + first * FRAME_SIZE
+        length = _TX_LEN.unpack_from(self._map, at + 4)[0]
+        _TX_LEN.pack_into(self._map, at + 4, 0, 0)
+        self.pending = left
         return length
 
     def _take_back(self) -> list[int]:
         """After the interface refused the frames: the kernel stopped at the first one still
         marked for sending and left the rest alone; mark them free again and rewind to it, in
-        step with the kernel's own position."""
+        step with the kernel's own position. (An emptied frame was counted when it was.)"""
         ring, base, slots = self._map, self._base, self.slots
         first, left = self._unsent()
         refused: list[int] = []
         for k in range(left):
             at = base + (first + k) % slots * FRAME_SIZE
-            refused.append(_TX_LEN.unpack_from(ring, at + 4)[0])
+            length = _TX_LEN.unpack_from(ring, at + 4)[0]
+            if length:
+                refused.append(length)
             ring[at:at + 4] = _KERNEL
         self._head = first
         self.pending = 0

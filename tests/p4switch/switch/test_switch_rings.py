@@ -136,6 +136,31 @@ def test_frames_dropped_on_the_way_out_are_lost_alone_and_the_rest_go_out_in_ord
         run("tc", "qdisc", "del", "dev", sw_if, "clsact")
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_a_full_qdisc_loses_what_it_cannot_take_and_the_rest_arrive_in_order(wire, mode):
+    """The interface's queue (tbf, a few frames deep at 1 Mb/s) refuses most of a 256-frame
+    burst with ENOBUFS: every refused frame counts once, none is sent twice or late."""
+    _, host, sw_if = wire
+    run("tc", "qdisc", "add", "dev", sw_if, "root", "tbf", "rate", "1mbit", "burst", "1600",
+        "limit", "1600")
+    port = RawPort(1, sw_if, **MODES[mode])
+    try:
+        count = 256
+        for i in range(count):
+            port.send(frame(60, i))
+        port.flush()
+        got = recv_frames(host, 2.0, count)
+        seqs = [int.from_bytes(f[14:18], "big") for f in got]
+        assert seqs == sorted(set(seqs)), "frames repeated or out of order"
+        assert got == [frame(60, i) for i in seqs] and seqs[0] == 0
+        c = port.counters
+        assert (c.tx_packets, c.tx_errors) == (len(got), count - len(got))
+        assert 0 < len(got) < count // 2  # the queue holds a few dozen 60-byte frames
+    finally:
+        port.close()
+        run("tc", "qdisc", "del", "dev", sw_if, "root")
+
+
 def test_a_full_receive_ring_drops_in_the_kernel_and_counts_it(wire):
     _, host, sw_if = wire
     port = RawPort(1, sw_if, rx_ring=64)  # two blocks of 32 slots of 2 KiB
