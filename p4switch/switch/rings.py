@@ -108,8 +108,8 @@ class RxRing:
 
 class TxRing:
     """Frames queued for the socket, sent in bursts by `flush`. A frame outside
-    MIN_FRAME..`max_len` is the caller's to send, after a flush (to keep the order) and through another socket:
-    with a transmit ring, send() on this one only flushes the ring."""
+    MIN_FRAME..`max_len` is the caller's to send, after a flush (to keep the order) and through
+    another socket: with a transmit ring, send() on this one only flushes the ring."""
 
     def __init__(self, sock: socket.socket, ring: mmap.mmap, base: int, slots: int,
                  max_len: int):
@@ -119,7 +119,8 @@ class TxRing:
         self.max_len = min(FRAME_SIZE - _TX_DATA_AT, max_len)
 
     def put(self, frame: bytes) -> bool:
-        """Queue `frame` (which `fits`); False if the ring is still full after a flush."""
+        """Queue `frame` (MIN_FRAME..`max_len` bytes); False if the ring is still full after a
+        flush."""
         ring = self._map
         at = self._base + self._head * FRAME_SIZE
         if ring[at + _STATUS_LOW] != TP_STATUS_AVAILABLE:
@@ -146,7 +147,9 @@ class TxRing:
                 self._sock.send(b"", socket.MSG_DONTWAIT)
             except OSError as exc:
                 if exc.errno == errno.ENOBUFS:
-                    refused.append(self._drop_unsent_head())
+                    dropped = self._drop_unsent_head()
+                    if dropped is not None:
+                        refused.append(dropped)
                     continue
                 if not retried:  # once more: the error may be a stale one (down and up again)
                     retried = True
@@ -167,14 +170,15 @@ class TxRing:
                 return slot, back
         return self._head, 0
 
-    def _drop_unsent_head(self) -> int:
+    def _drop_unsent_head(self) -> int | None:
         """The kernel refused the frame at its position and would offer it again: make it
         empty, which the kernel skips (PACKET_LOSS; shorter than an Ethernet header) before
-        going on with the frames behind it; returns the frame's length."""
+        going on with the frames behind it; returns the frame's length (None: no frame of
+        this flush is left, so the error refused none of them)."""
         first, left = self._unsent()
-        if not left:  # nothing of ours is waiting: the error was about no frame of this flush
+        if not left:
             self.pending = 0
-            return 0
+            return None
         at = self._base + first * FRAME_SIZE
         length = _TX_LEN.unpack_from(self._map, at + 4)[0]
         _TX_LEN.pack_into(self._map, at + 4, 0, 0)
