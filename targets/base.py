@@ -121,6 +121,11 @@ class Target(ABC):
         argv += [*extra, "--no-p4", "--", "--grpc-server-addr", switch.grpc_addr]
         return [*argv, *cpu, *model] if late else argv
 
+    def forkserver_argv(self) -> list[str] | None:
+        """argv of a server that forks this target's switches from a loaded one
+        (`topos.mininet.forked`), or None: every switch is a program started on its own."""
+        return None
+
     @abstractmethod
     def with_queues(self, priority_queues: int, pause_link_mbps: float) -> Target:
         """This target with `priority_queues` queues per port; `pause_link_mbps` is the link

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from targets.base import Capabilities, Compiled, CompileError, Target
+from targets.programs import find_program
 from targets.runtime_cli import RuntimeCli, SocketCli
 
 
@@ -16,6 +17,20 @@ from targets.runtime_cli import RuntimeCli, SocketCli
 class P4SwitchTarget(Target):
     """Every option goes before `--`; the device config is the bundle
     `CompiledProgram.device_config()` returns, the P4Info built from its control-plane model."""
+
+    def forkserver_argv(self) -> list[str] | None:
+        """`p4switch.switch.forkserver` under the interpreter of the `p4switch` command (its #!
+        line), so forked switches run the same code; None when that is not a Python script."""
+        path = find_program(self.command[0])
+        try:
+            with open(path or "", "rb") as script:
+                first = script.readline(512)
+        except OSError:
+            return None
+        python = first[2:].strip().decode(errors="replace") if first.startswith(b"#!") else ""
+        if " " in python or not Path(python).name.startswith("python"):
+            return None
+        return [python, "-m", "p4switch.switch.forkserver"]
 
     def with_queues(self, priority_queues: int, pause_link_mbps: float) -> Target:
         return self.with_options("--priority-queues", str(priority_queues),

@@ -5,14 +5,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import select
 import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from typing import Any
 
+from topos.mininet.procs import wait_readable
 from traffic.hosts import Host, python_argv
+
+START_S_PER_WORKER = 0.25  # start_many's deadline grows by this per worker (~0.2 s CPU each)
 
 
 class AgentError(RuntimeError):
@@ -22,14 +25,42 @@ class AgentError(RuntimeError):
 class Agent:
     """One worker process in one host; runs one send or receive at a time."""
 
-    def __init__(self, host: Host, start_timeout: float = 20.0) -> None:
+    def __init__(self, host: Host, start_timeout: float | None = 20.0) -> None:
+        """Start the worker and wait until it is ready (`start_timeout` None: do not wait,
+        call `expect("ready", ...)` later; `start_many` does so for many at once)."""
         self.host = host
         # a file, not a pipe: a full pipe would stall the worker
         self._err = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
-        self.proc = host.popen(python_argv("traffic.worker"), stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=self._err, bufsize=0)
+        try:
+            self.proc = host.popen(python_argv("traffic.worker"), stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=self._err, bufsize=0)
+        except BaseException:
+            self._err.close()
+            raise
         self._buf = b""
-        self.expect("ready", start_timeout)
+        if start_timeout is not None:
+            try:
+                self.expect("ready", start_timeout)
+            except BaseException:
+                self.close()
+                raise
+
+    @classmethod
+    def start_many(cls, hosts: Sequence[Host], timeout: float = 20.0) -> list[Agent]:
+        """One worker per entry of `hosts`, all started before any is waited for; ready within
+        `timeout` + START_S_PER_WORKER per worker, or all are closed and AgentError raised."""
+        agents: list[Agent] = []
+        try:
+            for host in hosts:
+                agents.append(cls(host, start_timeout=None))
+            deadline = time.monotonic() + timeout + START_S_PER_WORKER * len(agents)
+            for agent in agents:
+                agent._expect_by("ready", deadline)
+        except BaseException:
+            for agent in agents:
+                agent.close()
+            raise
+        return agents
 
     def _line(self, deadline: float) -> dict[str, Any]:
         assert self.proc.stdout is not None
@@ -38,8 +69,7 @@ class Agent:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise AgentError(f"{self.host.name}: worker did not answer in time")
-            ready, _, _ = select.select([fd], [], [], left)
-            if ready:
+            if wait_readable(fd, left):
                 chunk = os.read(fd, 1 << 20)
                 if not chunk:
                     self.proc.wait()
@@ -54,7 +84,10 @@ class Agent:
         return self._err.read().decode(errors="replace")
 
     def expect(self, event: str, timeout: float) -> dict[str, Any]:
-        msg = self._line(time.monotonic() + timeout)
+        return self._expect_by(event, time.monotonic() + timeout)
+
+    def _expect_by(self, event: str, deadline: float) -> dict[str, Any]:
+        msg = self._line(deadline)
         if msg.get("event") == "error":
             raise AgentError(f"{self.host.name}: {msg.get('message')}")
         if msg.get("event") != event:

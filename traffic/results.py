@@ -49,6 +49,7 @@ class SendResult:
     pause_frames: int = 0
     paused_s: float = 0.0
     partial: bool = False
+    tx_busy: int = 0  # sends the interface's queue refused (ENOBUFS), each retried after a wait
 
     @property
     def packets(self) -> int:

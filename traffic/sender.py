@@ -20,6 +20,7 @@ for the ACKs of its messages (a lost packet leaves its message incomplete, as wi
 
 from __future__ import annotations
 
+import errno
 import select
 import signal
 import time
@@ -36,6 +37,8 @@ from traffic.sender_config import VERBS, QueuePairConfig, SenderConfig
 from traffic.wire import ETH_LEN, IP_SRC, roce_layout
 
 __all__ = ["QueuePairConfig", "Sender", "SenderConfig", "run_sender"]
+
+TX_BUSY_WAIT_S = 0.0005  # after the interface's queue refused a frame (about one at 10 Mb/s)
 
 
 class _QP:
@@ -123,6 +126,7 @@ class Sender:
                              f"({config.mtu_payload} B)")
         self._by_key = {(q.cfg.dst_ip, q.cfg.qpn): q for q in self.qps}
         self.tx = netutil.packet_socket(config.iface)
+        self.tx_busy = 0
         self.ctl = netutil.packet_socket(config.iface, netutil.ETH_P_ALL)
         bpf.attach(self.ctl, bpf.sender_control_filter())
         netutil.drain(self.ctl)
@@ -193,7 +197,14 @@ class Sender:
                     qp.stamps.pop(message - 2, None)
             ackreq = last or (qp.reliable and (psn + 1) % qp.ack_every == 0)
             buf = plan[i].render(psn & PSN_MASK, ackreq, psn, stamp)
-            send(buf)
+            try:
+                send(buf)
+            except OSError as e:  # a full qdisc (tc shaping): wait, as a NIC's send queue does
+                if e.errno not in (errno.ENOBUFS, errno.EAGAIN):
+                    raise
+                self.tx_busy += 1
+                self._poll_control(TX_BUSY_WAIT_S, t0)
+                continue
             n = len(buf)
             res = qp.res
             res.packets += 1
@@ -314,6 +325,7 @@ class Sender:
             iface=self.cfg.iface, src_ip=self.src_ip, start=wall0, elapsed_s=elapsed,
             qps=[qp.res for qp in self.qps], pause_frames=self.pause.frames,
             paused_s=self.pause.paused_s[self.cfg.priority], partial=partial,
+            tx_busy=self.tx_busy,
         )
 
 

@@ -101,26 +101,30 @@ class RawPort:
             self.ifindex = socket.if_nametoindex(iface)
         except OSError as exc:
             raise PortError(f"interface {iface!r} (port {number}) does not exist") from exc
-        sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        # Protocol 0 until bound: an unbound socket that receives nothing yet is not unhooked
+        # again by bind, which would wait for an RCU grace period (as setting up a ring does).
+        sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+        self._rings = None
         try:
             _set_buffers(sock, RECV_BUF)
             # kernels before 4.20 lack it: recv_batch filters by packet type as well
             with contextlib.suppress(OSError):
                 sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
             sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+            if rx_ring or tx_ring:
+                try:
+                    self._rings = Rings(sock, rx_ring, tx_ring, _mtu(iface) + 14)
+                except OSError as exc:  # no PACKET_MMAP (or no memory for it)
+                    log.warning("port %d (%s): no PACKET_MMAP rings (%s); one system call per "
+                                "frame", number, iface, exc)
             sock.bind((iface, ETH_P_ALL))
             sock.setblocking(False)
         except OSError as exc:
+            if self._rings is not None:
+                self._rings.close()
             sock.close()
             raise PortError(f"cannot open interface {iface!r} (port {number}): {exc}") from exc
         self.sock = sock
-        self._rings = None
-        if rx_ring or tx_ring:
-            try:
-                self._rings = Rings(sock, rx_ring, tx_ring, _mtu(iface) + 14)
-            except OSError as exc:  # no PACKET_MMAP (or no memory for it)
-                log.warning("port %d (%s): no PACKET_MMAP rings (%s); one system call per "
-                            "frame", number, iface, exc)
         self._rx = self._rings.rx if self._rings is not None else None
         self._tx = self._rings.tx if self._rings is not None else None
         self._direct = sock  # sends what the transmit ring does not take

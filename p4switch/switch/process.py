@@ -12,6 +12,7 @@ import logging
 import signal
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from types import FrameType
 
 from p4switch.switch.dataplane import Dataplane
@@ -24,6 +25,7 @@ from p4switch.switch.runtime_server import RuntimeCommandServer, SwitchCommands
 from p4switch.switch.tm import TrafficManager
 
 log = logging.getLogger("p4switch")
+PORT_THREADS = 16  # ports opened and closed side by side
 
 _LEVELS = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO,
            "warn": logging.WARNING, "error": logging.ERROR, "off": logging.CRITICAL + 10}
@@ -86,9 +88,7 @@ class Switch:
             except ProgramLoadError as exc:
                 raise StartupError(str(exc)) from None
         try:
-            for number, iface in sorted(opts.interfaces.items()):
-                self.ports[number] = RawPort(number, iface, opts.pcap_dir)
-                log.info("port %d attached to %s", number, iface)
+            self._open_ports()
         except PortError as exc:
             self.close()
             raise StartupError(str(exc)) from None
@@ -121,6 +121,33 @@ class Switch:
         gc.freeze()  # start-up objects are permanent: out of the cyclic collector's way
         log.info("P4Runtime server listening on %s (device id %d), runtime CLI on port %d",
                  opts.grpc_addr, opts.device_id, self.cli_server.port)
+
+    def _open_ports(self) -> None:
+        """All ports side by side: setting up a port's rings waits for the kernel (RCU grace
+        periods, without the GIL), and parallel waits overlap."""
+        items = sorted(self.opts.interfaces.items())
+        with ThreadPoolExecutor(max(1, min(len(items), PORT_THREADS))) as pool:
+            futures = [pool.submit(RawPort, number, iface, self.opts.pcap_dir)
+                       for number, iface in items]
+            failure = None
+            for (number, iface), future in zip(items, futures, strict=True):
+                try:
+                    self.ports[number] = future.result()
+                    log.info("port %d attached to %s", number, iface)
+                except PortError as exc:
+                    failure = failure or exc
+        if failure is not None:
+            raise failure
+
+    def _close_ports(self) -> None:
+        """Closing a socket waits for grace periods as well: side by side too."""
+        ports, self.ports = list(self.ports.values()), {}
+        if len(ports) > 1:
+            with ThreadPoolExecutor(min(len(ports), PORT_THREADS)) as pool:
+                list(pool.map(RawPort.close, ports))
+        else:
+            for port in ports:
+                port.close()
 
     def _port_counters(self, port: int) -> dict[str, int]:
         p = self.ports[port]
@@ -159,9 +186,7 @@ class Switch:
         if self.cli_server is not None:
             self.cli_server.close()
             self.cli_server = None
-        for port in self.ports.values():
-            port.close()
-        self.ports = {}
+        self._close_ports()
         if self.linkmon is not None:
             self.linkmon.close()
             self.linkmon = None

@@ -14,8 +14,10 @@ Both rings of a socket live in one mapping, the receive ring first.
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import mmap
+import os
 import socket
 import struct
 import sys
@@ -49,6 +51,17 @@ _TX_LEN = struct.Struct("=II")  # tp_len, tp_snaplen
 _STATUS_LOW = 0 if sys.byteorder == "little" else 3  # the status word's low byte
 _KERNEL = bytes(4)  # TP_STATUS_KERNEL == TP_STATUS_AVAILABLE
 _SEND_REQUEST = TP_STATUS_SEND_REQUEST.to_bytes(4, sys.byteorder)
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _set_ring(sock: socket.socket, option: int, request: bytes) -> None:
+    """setsockopt(PACKET_RX_RING / PACKET_TX_RING) without holding the GIL: the kernel waits
+    for an RCU grace period there, so the ports of a switch set up side by side share them."""
+    if _libc.setsockopt(sock.fileno(), SOL_PACKET, option, request, len(request)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
 
 
 def _request(frames: int) -> tuple[int, int, bytes]:
@@ -214,10 +227,10 @@ class Rings:
         rx_slots = rx_size = tx_slots = tx_size = 0
         if rx_frames:
             rx_slots, rx_size, request = _request(rx_frames)
-            sock.setsockopt(SOL_PACKET, PACKET_RX_RING, request)
+            _set_ring(sock, PACKET_RX_RING, request)
         if tx_frames:
             tx_slots, tx_size, request = _request(tx_frames)
-            sock.setsockopt(SOL_PACKET, PACKET_TX_RING, request)
+            _set_ring(sock, PACKET_TX_RING, request)
         self._map = mmap.mmap(sock.fileno(), rx_size + tx_size, mmap.MAP_SHARED,
                               mmap.PROT_READ | mmap.PROT_WRITE)
         self.rx = RxRing(sock, self._map, 0, rx_slots) if rx_frames else None

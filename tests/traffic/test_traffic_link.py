@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from traffic_helpers import relay
 
-from traffic.agent import Agent
+from traffic.agent import Agent, AgentError
 from traffic.dcqcn import DcqcnParams
 from traffic.hosts import NetnsHost, python_argv
 from traffic.receiver import ExpectedFlow, ReceiverConfig
@@ -291,3 +291,55 @@ def test_cnp_on_out_of_order_only_for_untagged_flows(relayed_net, run_flow, tagg
     assert r["out_of_order"] == 1 and r["ce_marked"] == 0
     assert (r["cnp_sent"], r["cnp_out_of_order"]) == ((0, 0) if tagged else (1, 1))
     assert sent["qps"][0]["cnps"] == r["cnp_sent"]
+
+
+def test_sender_waits_out_a_full_interface_queue(pair_net, run_flow):
+    """An unpaced sender into a small tbf queue: the kernel refuses frames (ENOBUFS); the sender
+    waits and sends them again, as a NIC's send queue does, so nothing is lost or resent."""
+    a, b = pair_net.hosts["a"], pair_net.hosts["b"]
+    a.run(["tc", "qdisc", "replace", "dev", a.iface, "root", "tbf", "rate", "20mbit",
+           "burst", "8kb", "limit", "16kb"])
+    sent, got = run_flow(a, b, [{"dst_ip": b.ip, "qpn": 71, "rate_bps": 0,
+                                 "message_bytes": 300_000, "messages": 1}],
+                         send={"dcqcn": False})
+    assert sent["tx_busy"] > 0  # the queue did refuse frames
+    q = sent["qps"][0]
+    assert q["retransmitted_packets"] == q["timeouts"] == 0
+    assert q["acked_packets"] == q["packets"]
+    r = got["qps"][0]
+    assert r["bytes"] == 300_000 and r["lost"] == 0 and r["messages_complete"] == 1
+
+
+def test_workers_start_side_by_side(star4):
+    hosts = list(star4.hosts.values())
+    agents = Agent.start_many(hosts * 3)
+    try:
+        assert len(agents) == 12
+        pids = {agent.proc.pid for agent in agents}
+        assert len(pids) == 12 and all(agent.proc.poll() is None for agent in agents)
+        # each answers requests: a receive armed on every host
+        for agent, host in zip(agents, hosts, strict=False):
+            agent.start_recv({"iface": host.iface, "duration_s": 0.2})
+        for agent in agents[:4]:
+            assert agent.result(10)["bytes"] == 0
+    finally:
+        for agent in agents:
+            agent.close()
+    assert all(agent.proc.poll() is not None for agent in agents)
+
+
+def test_worker_start_failure_closes_the_started_ones(star4, monkeypatch):
+    good = next(iter(star4.hosts.values()))
+    gone = NetnsHost("gone", "trnope-ns", "10.9.9.9", "eth0")  # `ip netns exec` fails at once
+    started: list[Agent] = []
+    real_init = Agent.__init__
+
+    def recorded(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        started.append(self)
+
+    monkeypatch.setattr(Agent, "__init__", recorded)
+    with pytest.raises(AgentError, match="gone: worker exited"):
+        Agent.start_many([good, good, gone])
+    assert len(started) == 3
+    assert all(agent.proc.poll() is not None for agent in started)

@@ -82,10 +82,11 @@ def _stop_host(rec: ProcessRecord, timeout: float, report: CleanReport) -> None:
 
 def clean_run(state: RunState, timeout: float, report: CleanReport) -> set[str]:
     """Stop what `state` recorded (switches, then host and node shells); returns its interfaces."""
-    for rec in state.processes:
-        if rec.kind == "switch" and rec.alive():
-            report.stopped.append(f"switch {rec.name} pid {rec.pid} "
-                                  f"({stop_pid(rec.pid, timeout, group=True)})")
+    for kind in ("switch", "forkserver"):  # the server would take its switches down unasked
+        for rec in state.processes:
+            if rec.kind == kind and rec.alive():
+                report.stopped.append(f"{'switch ' if kind == 'switch' else ''}{rec.name} pid "
+                                      f"{rec.pid} ({stop_pid(rec.pid, timeout, group=True)})")
     for rec in state.processes:
         if rec.kind == "host":
             _stop_host(rec, timeout, report)

@@ -27,6 +27,7 @@ from typing import Any
 from mininet.net import Mininet
 
 from targets import Target
+from topos.mininet.forked import ForkServer
 from topos.mininet.leftovers import LeftoverError, clear_dead_runs, refuse_unrecorded
 from topos.mininet.nodes import FabricHost, P4Switch
 from topos.mininet.patch import PatchedLink, PatchError, patch_names
@@ -98,6 +99,7 @@ class FabricNetwork:
         self.stop_timeout = stop_timeout
         self.net: Mininet | None = None
         self.state: RunState | None = None
+        self.forkserver: ForkServer | None = None
         self._signals: contextlib.ExitStack | None = None
         self.warnings: list[str] = []
 
@@ -121,6 +123,7 @@ class FabricNetwork:
         try:
             self._clear_leftovers()
             self.state = RunState.create(self.spec.name, self.interfaces(), self.run_dir)
+            self._start_forkserver()
             self._build()
             assert self.net is not None  # _build() made it
             try:
@@ -149,6 +152,17 @@ class FabricNetwork:
         refuse_unrecorded(names, [p for ln in self.spec.links for p in patch_names(ln.a.intf)],
                           ports)
 
+    def _start_forkserver(self) -> None:
+        """The target's fork server, when it has one: it loads while the links are built, and
+        each switch is then forked from it (`topos.mininet.forked`)."""
+        argv = None if self.target is None else self.target.forkserver_argv()
+        if argv is None:
+            return
+        assert self.state is not None
+        self.forkserver = ForkServer(argv, stop_timeout=self.stop_timeout + 5)
+        self.state.add(self.forkserver.pid, "forkserver", "fork server")
+        self.state.save()
+
     def _build(self) -> None:
         """Nodes and links; `_mininet`, `_node_params` and `_record` are what a network spread
         over several servers (`topos.mininet.cluster`) changes."""
@@ -166,6 +180,7 @@ class FabricNetwork:
                 ports=self.spec.ports(sw.name), target=self.target, log_dir=self.log_dir,
                 pcap_dir=self.pcap_dir, log_console=self.log_console,
                 ready_timeout=self.ready_timeout, stop_timeout=self.stop_timeout,
+                forkserver=self.forkserver,
                 on_start=lambda pid, name=sw.name: self._started(pid, name))
             self._record(node, "node")
         self.state.save()
@@ -225,6 +240,9 @@ class FabricNetwork:
                     self.net.stop()
                     self.net = None
                     self._wait_interfaces_gone()
+                if self.forkserver is not None:
+                    self.forkserver.close()
+                    self.forkserver = None
                 if self.state is not None:
                     self.state.remove()
                     self.state = None

@@ -21,6 +21,7 @@ from typing import Any
 from mininet.node import Host, Switch
 
 from targets import Target
+from topos.mininet.forked import ForkedProcess, ForkServer
 from topos.mininet.procs import signal_group, spawn, stop_child
 from topos.model import Nic
 from topos.model import Switch as SwitchModel
@@ -87,14 +88,15 @@ class P4Switch(OwnedProcesses, Switch):
     """A switch node whose data plane is a Target process (p4switch or simple_switch_grpc).
 
     `target=None` starts no process and only prepares the ports: a hosts-and-links mode for tests
-    and the bring-up benchmark, never for experiments.
+    and the bring-up benchmark, never for experiments. With a `forkserver` the target process is
+    forked from it (`topos.mininet.forked`) rather than started as a program.
     """
 
     def __init__(self, name: str, model: SwitchModel, ports: dict[int, str],
                  target: Target | None, log_dir: Path, *, pcap_dir: Path | None = None,
                  log_console: bool = False, ready_timeout: float = 20.0,
                  stop_timeout: float = 5.0, on_start: Callable[[int], None] | None = None,
-                 **params: Any):
+                 forkserver: ForkServer | None = None, **params: Any):
         params.pop("inNamespace", None)
         super().__init__(name, dpid=f"{model.device_id:x}", inNamespace=False, **params)
         self.model = model
@@ -106,7 +108,8 @@ class P4Switch(OwnedProcesses, Switch):
         self.ready_timeout = ready_timeout
         self.stop_timeout = stop_timeout
         self.on_start = on_start
-        self.proc: subprocess.Popen | None = None
+        self.forkserver = forkserver
+        self.proc: subprocess.Popen | ForkedProcess | None = None
         self.argv: list[str] = []
 
     @property
@@ -137,9 +140,12 @@ class P4Switch(OwnedProcesses, Switch):
         self.argv = self.target.argv(self.model, self.p4_ports, pcap_dir=self.pcap_dir,
                                      log_console=self.log_console)
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "wb") as log:
-            self.proc = spawn(self.argv, stdin=subprocess.DEVNULL, stdout=log,
-                              stderr=subprocess.STDOUT, start_new_session=True)
+        if self.forkserver is not None:
+            self.proc = self.forkserver.launch(self.argv, self.log_path)
+        else:
+            with open(self.log_path, "wb") as log:
+                self.proc = spawn(self.argv, stdin=subprocess.DEVNULL, stdout=log,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
         if self.on_start:
             self.on_start(self.proc.pid)
 

@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, Protocol
 
 SETPRIV = shutil.which("setpriv")  # util-linux, on every Debian/Ubuntu
 
@@ -110,6 +110,14 @@ def _wait_armed(proc: subprocess.Popen, timeout: float = 5.0) -> None:
         time.sleep(0.0005)
 
 
+def wait_readable(fd: int, timeout: float | None) -> bool:
+    """Wait until `fd` is readable (or at its end); False after `timeout` seconds (None: no
+    limit). poll(), not select(): a lab with many processes has descriptors above 1024."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(None if timeout is None else max(0, int(timeout * 1000 + 0.999))))
+
+
 def wait_gone(pid: int, timeout: float) -> bool:
     """Wait until `pid` exits (works for processes that are not our children)."""
     try:
@@ -117,8 +125,7 @@ def wait_gone(pid: int, timeout: float) -> bool:
     except ProcessLookupError:
         return True
     try:
-        readable, _, _ = select.select([fd], [], [], timeout)
-        return bool(readable)
+        return wait_readable(fd, timeout)
     finally:
         os.close(fd)
 
@@ -134,10 +141,22 @@ def signal_group(pid: int, sig: int, group: bool = True) -> None:
         pass
 
 
-def stop_child(proc: subprocess.Popen, timeout: float, *, group: bool = True) -> int:
+class Child(Protocol):
+    """What `stop_child` needs of a process: a `subprocess.Popen` or a forked switch."""
+
+    pid: int
+    returncode: int | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+def stop_child(proc: Child, timeout: float, *, group: bool = True) -> int:
     """Stop a child we started (in its own session when `group`); returns its exit status."""
-    if proc.poll() is not None:
-        return proc.returncode
+    status = proc.poll()
+    if status is not None:
+        return status
     signal_group(proc.pid, signal.SIGTERM, group)
     try:
         return proc.wait(timeout)

@@ -52,8 +52,9 @@ def netns_inode(pid: int) -> int | None:
 
 @dataclass
 class ProcessRecord:
-    """A process we started: `kind` is "switch" (target), "node" (a switch node's shell) or
-    "host" (a host shell, owner of namespace `netns`)."""
+    """A process we started: `kind` is "switch" (target), "forkserver" (what forks p4switch
+    targets, `topos.mininet.forked`), "node" (a switch node's shell) or "host" (a host shell,
+    owner of namespace `netns`)."""
 
     pid: int
     ticks: int

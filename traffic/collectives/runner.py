@@ -99,13 +99,10 @@ class CollectiveRunner:
         self.receiver_extra = receiver or {}
         self._rx: dict[str, Agent] = {}
         self._tx: dict[str, Agent] = {}
-        try:
-            for h in {h.name: h for h in self.hosts}.values():
-                self._rx[h.name] = Agent(h)
-                self._tx[h.name] = Agent(h)
-        except BaseException:
-            self.close()
-            raise
+        unique = list({h.name: h for h in self.hosts}.values())
+        agents = Agent.start_many([h for h in unique for _ in ("rx", "tx")])
+        for i, h in enumerate(unique):
+            self._rx[h.name], self._tx[h.name] = agents[2 * i], agents[2 * i + 1]
 
     def close(self) -> None:
         for agent in [*self._rx.values(), *self._tx.values()]:
