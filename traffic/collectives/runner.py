@@ -6,7 +6,8 @@ the flows they must get, starts the senders (one RDMA WRITE message per flow, th
 shared equally among its flows of the step, all starting at one agreed moment) and waits for
 every receiver to have delivered all its bytes in order. A step's time runs from the earliest
 first send to the latest last arrival (process control is not counted); the total is the sum
-of the steps.
+of the steps. A step still running after `step_timeout_s` ends there: its senders and receivers
+stop and report what they did, and the step is incomplete.
 """
 
 from __future__ import annotations
@@ -153,7 +154,8 @@ class CollectiveRunner:
             for qp in qps:
                 qp["rate_bps"] = self.rate_bps / len(qps)  # the NIC's rate, shared
             self._tx[name].start_send({"iface": ifaces[name], "qps": qps, "start_at": start_at,
-                                       "mtu_payload": self.mtu_payload, **self.sender_extra})
+                                       "mtu_payload": self.mtu_payload,
+                                       "duration_s": self.step_timeout_s, **self.sender_extra})
         deadline = time.monotonic() + self.step_timeout_s + 30
         sent = [self._tx[n].result(max(1.0, deadline - time.monotonic())) for n in by_src]
         got = [self._rx[n].result(max(1.0, deadline - time.monotonic())) for n in by_dst]
