@@ -38,12 +38,15 @@ from p4switch.compile_cache import compiler_digest
 PRELOADED = (p4switch.server, p4switch.switch.process)  # imported once, for every child
 STOP_S = 5.0
 _PR_SET_PDEATHSIG = 1
+_PR_SET_NAME = 15
 
 
 def _child(argv: list[str], log: str, server: int, keep: tuple[int, ...]) -> int:
     """In the forked child: a session of its own, stdio to the log, then the switch."""
     os.setsid()
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    libc.prctl(_PR_SET_NAME, b"p4switch")  # as top and `ps -e` name it (the cmdline stays)
     if os.getppid() != server:  # the server died before the death signal was armed
         return 1
     signal.set_wakeup_fd(-1)

@@ -74,6 +74,7 @@ def test_forked_switches_serve_and_stop_like_started_ones(server, tmp_path):
         stat = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
         assert int(stat[3]) == proc.pid  # process group
         assert int(stat[1]) == server.pid  # parent: the fork server
+        assert Path(f"/proc/{proc.pid}/comm").read_text().strip() == "p4switch"
     first, second, third = (p for p, _, _ in started)
     assert stop_child(first, 5.0) == 0  # SIGTERM to its group: a clean exit
     assert not grpc_listening(started[0][1])
