@@ -47,6 +47,15 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
+def pss_mb(pid: int) -> float:
+    """Proportional set size: pages shared with other processes (a forked switch shares its
+    parent's) counted by share, so the fabric's total is what it really takes."""
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def timed(fn):
     started = time.monotonic()
     result = fn()
@@ -101,6 +110,7 @@ def bench(fabric: str, target_name: str, idle: float, pipelines: dict,
         figures["idle_cpu_pct"] = 100 * (after - before) / idle
         rss = [rss_mb(p) for p in pids]  # after routes and a little traffic-free running
         figures["rss_mb"], figures["rss_max_mb"] = sum(rss), max(rss)
+        figures["pss_mb"] = sum(pss_mb(p) for p in pids)
     finally:
         ctl.close()
         net.stop()
@@ -141,7 +151,7 @@ def main() -> int:
           + ", ".join(f"{t} {s:.2f} s" for t, s in compile_s.items()))
     print(f"{'fabric':<11}{'target':<10}{'sw':>4}{'NICs':>5}{'mininet':>9}{'ready':>8}"
           f"{'connect':>9}{'routes':>8}{'UP':>7}{'writes':>8}{'idle CPU':>10}{'up cmd':>8}"
-          f"{'RSS MB':>14}")
+          f"{'RSS MB':>14}{'PSS MB':>8}")
     for fabric, target, f in rows:
         if f is None:
             print(f"{fabric:<11}{target:<10}  not installed")
@@ -149,7 +159,7 @@ def main() -> int:
         print(f"{fabric:<11}{target:<10}{f['switches']:>4}{f['nics']:>5}{f['mininet']:>8.2f}s"
               f"{f['ready']:>7.2f}s{f['connect']:>8.2f}s{f['routes']:>7.2f}s{f['up']:>6.2f}s"
               f"{f['writes']:>8}{f['idle_cpu_pct']:>9.1f}%{f['up_cmd']:>7.2f}s"
-              f"{f['rss_mb']:>7.0f} ({f['rss_max_mb']:.0f})")
+              f"{f['rss_mb']:>7.0f} ({f['rss_max_mb']:.0f}){f['pss_mb']:>8.0f}")
     done = {(fabric, target): f for fabric, target, f in rows if f is not None}
     if len(targets) == 2:
         print("p4switch / BMv2, UP and up cmd:")
@@ -162,7 +172,8 @@ def main() -> int:
     print("mininet = hosts+links only; ready = full network with switches answering gRPC; "
           "UP = ready + connect + routes (target for hpn7: < 5 s); idle CPU = switch processes "
           "+ controller, % of one core; up cmd = `fabric-lab up --run true` total, compile "
-          "included (overlapped with the start); RSS = all switch processes (largest one)")
+          "included (overlapped with the start); RSS = all switch processes (largest one); PSS = "
+          "their proportional set size (shared pages counted once)")
     return 0
 
 
