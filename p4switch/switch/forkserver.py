@@ -157,7 +157,6 @@ class ForkServer:
                 for line in lines:
                     if line.strip():
                         self._request(line)
-            self._reap()
         self.stop()
         return 0
 

@@ -142,12 +142,8 @@ class Switch:
     def _close_ports(self) -> None:
         """Closing a socket waits for grace periods as well: side by side too."""
         ports, self.ports = list(self.ports.values()), {}
-        if len(ports) > 1:
-            with ThreadPoolExecutor(min(len(ports), PORT_THREADS)) as pool:
-                list(pool.map(RawPort.close, ports))
-        else:
-            for port in ports:
-                port.close()
+        with ThreadPoolExecutor(max(1, min(len(ports), PORT_THREADS))) as pool:
+            list(pool.map(RawPort.close, ports))
 
     def _port_counters(self, port: int) -> dict[str, int]:
         p = self.ports[port]
