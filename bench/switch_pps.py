@@ -39,6 +39,8 @@ sys.path[:0] = [str(REPO), str(REPO / "bench")]
 
 from switch_pps_io import Bench, drain, run_rate, run_traffic  # noqa: E402
 
+from topos.mininet.procs import accepts  # noqa: E402
+
 __all__ = ["Bench", "run_rate"]
 DEFAULT_RATES = "5000,10000,15000,20000,25000,30000,40000,50000,60000,70000,80000,90000,100000,120000"
 TARGETS = ("p4switch", "bmv2")
@@ -81,11 +83,9 @@ def start_switch(target: str, ports: dict[int, str], log: Path
     while True:
         if proc.poll() is not None:
             raise SystemExit(f"{target} exited with {proc.returncode}; see {log}")
-        try:
-            with socket.create_connection(("127.0.0.1", model.grpc_port), timeout=0.1):
-                break
-        except OSError:
-            time.sleep(0.002)
+        if accepts(model.grpc_port, timeout=0.1):
+            break
+        time.sleep(0.002)
     return proc, model.grpc_addr, time.monotonic() - start
 
 

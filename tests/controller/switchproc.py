@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from topos.mininet.procs import accepts
+
 P4SWITCH = str(Path(sys.executable).parent / "p4switch")
 
 
@@ -21,11 +23,7 @@ def free_port() -> int:
 
 
 def listening(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            return True
-    except OSError:
-        return False
+    return accepts(port)
 
 
 @dataclass

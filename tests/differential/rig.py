@@ -29,6 +29,7 @@ from controller.lb import LoadBalancing
 from controller.pipeline import Pipeline, build_pipeline
 from targets import get_target
 from topos import FabricSpec, build_fabric
+from topos.mininet.procs import accepts
 
 REPO = Path(__file__).resolve().parents[2]
 LEAF = "leaf0"
@@ -126,14 +127,12 @@ class Rig:
         deadline = time.monotonic() + timeout
         while True:
             self.check_alive("starting")
-            try:
-                with socket.create_connection(("127.0.0.1", model.grpc_port), timeout=0.2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"{self.target}: gRPC not ready after {timeout} s") from None
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    self.proc.wait(timeout=0.05)
+            if accepts(model.grpc_port):
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.target}: gRPC not ready after {timeout} s")
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=0.05)
 
     def check_alive(self, doing: str) -> None:
         """Raise, with the end of the switch's log, if the switch process has exited."""

@@ -16,6 +16,7 @@ import pytest
 from controller.p4rt import P4RuntimeClient
 from controller.pipeline import Pipeline, build_pipeline
 from targets import BMV2, P4SWITCH, Target
+from topos.mininet.procs import accepts
 from topos.model import Switch
 
 PROGRAM = Path(__file__).resolve().parents[2] / "p4src" / "ecmp.p4"
@@ -48,14 +49,10 @@ def running_switch(target: Target, log: Path, *, program: Path | None = PROGRAM,
     try:
         deadline = time.monotonic() + timeout
         for port in (model.grpc_port, model.thrift_port):
-            while True:  # readiness: both management ports accept
-                try:
-                    socket.create_connection(("127.0.0.1", port), 0.2).close()
-                    break
-                except OSError:
-                    assert proc.poll() is None, f"{target.name} exited:\n{log.read_text()}"
-                    assert time.monotonic() < deadline, f"{target.name} did not listen on {port}"
-                    time.sleep(0.05)
+            while not accepts(port):  # readiness: both management ports accept
+                assert proc.poll() is None, f"{target.name} exited:\n{log.read_text()}"
+                assert time.monotonic() < deadline, f"{target.name} did not listen on {port}"
+                time.sleep(0.05)
         if pipeline is not None:
             with P4RuntimeClient(model.grpc_addr, model.device_id) as client:
                 client.set_pipeline(pipeline.p4info, pipeline.device_config, pipeline.cookie)

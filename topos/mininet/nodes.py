@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -22,7 +21,7 @@ from mininet.node import Host, Switch
 
 from targets import Target
 from topos.mininet.forked import ForkedProcess, ForkServer
-from topos.mininet.procs import signal_group, spawn, stop_child
+from topos.mininet.procs import accepts, signal_group, spawn, stop_child
 from topos.model import Nic
 from topos.model import Switch as SwitchModel
 
@@ -54,12 +53,8 @@ def _run_all(commands: Sequence[tuple[list[str], str]]) -> None:
 
 
 def grpc_listening(port: int, host: str = "127.0.0.1") -> bool:
-    """Readiness probe: does a TCP connect to the gRPC port succeed?"""
-    try:
-        with socket.create_connection((host, port), timeout=0.2):
-            return True
-    except OSError:
-        return False
+    """Readiness probe: does a TCP connect to the gRPC port succeed (`procs.accepts`)?"""
+    return accepts(port, host)
 
 
 class OwnedProcesses:

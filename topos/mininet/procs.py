@@ -20,6 +20,8 @@ import queue
 import select
 import shutil
 import signal
+import socket
+import struct
 import subprocess
 import threading
 import time
@@ -116,6 +118,22 @@ def wait_readable(fd: int, timeout: float | None) -> bool:
     poller = select.poll()
     poller.register(fd, select.POLLIN)
     return bool(poller.poll(None if timeout is None else max(0, int(timeout * 1000 + 0.999))))
+
+
+_LINGER_RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() resets the connection
+
+
+def accepts(port: int, host: str = "127.0.0.1", timeout: float = 0.2) -> bool:
+    """Readiness probe: does a TCP connect to `port` succeed? The probe resets its connection
+    when it closes, so its ephemeral port is not left in TIME_WAIT, where it would keep a
+    switch that starts next from binding that port (when planned ports lie in the kernel's
+    ephemeral range, 32768-60999)."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_RESET)
+            return True
+    except OSError:
+        return False
 
 
 def wait_gone(pid: int, timeout: float) -> bool:
