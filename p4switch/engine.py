@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .backend.rt import AssertFailed, PacketContext, ParserError
@@ -34,26 +34,30 @@ class EngineConfig:
     log: Callable[[str], None] | None = None
 
 
-class _Packet:
-    """A packet between ingress and egress: its headers, metadata and unparsed payload."""
+class Queued:
+    """A packet between ingress and egress: its queue (egress port, priority), headers,
+    metadata and unparsed payload."""
 
-    __slots__ = ("hdr", "length", "meta", "payload", "sm", "truncate")
+    __slots__ = ("egress_port", "hdr", "length", "meta", "payload", "priority",
+                 "recirculations", "sm", "truncate")
 
-    def __init__(self, hdr, meta, sm, payload: bytes, length: int, truncate=None):
+    def __init__(self, egress_port: int, priority: int, hdr, meta, sm, payload: bytes,
+                 length: int, truncate: int | None, recirculations: int):
+        self.egress_port = egress_port
+        self.priority = priority
         self.hdr = hdr
         self.meta = meta
         self.sm = sm
         self.payload = payload
         self.length = length  # the ingress packet length (BMv2's PACKET_LENGTH register)
         self.truncate = truncate  # bytes to keep, from truncate() in ingress
+        self.recirculations = recirculations
+
+    def __repr__(self) -> str:
+        return f"Queued(egress_port={self.egress_port}, priority={self.priority})"
 
 
-@dataclass(slots=True)
-class Queued:
-    egress_port: int
-    priority: int
-    packet: _Packet = field(repr=False, default=None)
-    recirculations: int = field(repr=False, default=0)
+_NO_PACKETS: tuple[Queued, ...] = ()
 
 
 class Engine:
@@ -129,6 +133,14 @@ class Engine:
             return []
         if log is not None:
             log(self._ingress_decision(ctx, sm))
+        if ctx.clone is None and ctx.digest is None and ctx.resubmit is None \
+                and not sm.mcast_grp:  # the common case: one packet, or none
+            if sm.egress_spec == self._drop:
+                return []
+            sm.instance_type = NORMAL
+            q = self._enqueue(sm.egress_spec, hdr, meta, sm, ctx.payload, len(data),
+                              ctx.truncate, depth)
+            return [] if q is None else [q]
         out: list[Queued] = []
         if ctx.clone is not None:
             out.extend(self._ingress_clone(ctx, data, port, meta))
@@ -140,16 +152,17 @@ class Engine:
                 return out
             kept = self._preserved(meta, ctx.resubmit)
             return out + self._run_ingress(0, data, RESUBMIT, kept, depth + 1)
-        pkt = _Packet(hdr, meta, sm, ctx.payload, len(data), ctx.truncate)
         grp = sm.mcast_grp
         if grp:
             sm.instance_type = REPLICATION
-            out.extend(self._replicate(pkt, self._pre.replicas(grp), depth))
+            out.extend(self._replicate(hdr, meta, sm, ctx.payload, len(data), ctx.truncate,
+                                       self._pre.replicas(grp), depth))
             return out
         if sm.egress_spec == self._drop:
             return out
         sm.instance_type = NORMAL
-        q = self._enqueue(sm.egress_spec, pkt, depth)
+        q = self._enqueue(sm.egress_spec, hdr, meta, sm, ctx.payload, len(data), ctx.truncate,
+                          depth)
         if q is not None:
             out.append(q)
         return out
@@ -174,20 +187,22 @@ class Engine:
         names = self._errors
         return names[code] if 0 <= code < len(names) else str(code)
 
-    def _enqueue(self, port: int, pkt: _Packet, depth: int) -> Queued | None:
-        prio = pkt.sm.priority
+    def _enqueue(self, port: int, hdr, meta, sm, payload: bytes, length: int,
+                 truncate: int | None, depth: int) -> Queued | None:
+        prio = sm.priority
         if prio >= self._queues:
             self._trace("priority out of range, dropping packet")
             return None
-        return Queued(port, prio, pkt, depth)
+        return Queued(port, prio, hdr, meta, sm, payload, length, truncate, depth)
 
-    def _replicate(self, pkt: _Packet, replicas, depth: int) -> list[Queued]:
+    def _replicate(self, hdr, meta, sm, payload: bytes, length: int, truncate: int | None,
+                   replicas, depth: int) -> list[Queued]:
         out = []
         for port, rid in replicas:
-            copy = _Packet(pkt.hdr._copy(), pkt.meta._copy(), pkt.sm._copy(), pkt.payload,
-                           pkt.length, pkt.truncate)
-            copy.sm.egress_rid = rid
-            q = self._enqueue(port, copy, depth)
+            copy_sm = sm._copy()
+            copy_sm.egress_rid = rid
+            q = self._enqueue(port, hdr._copy(), meta._copy(), copy_sm, payload, length,
+                              truncate, depth)
             if q is not None:
                 out.append(q)
         return out
@@ -215,8 +230,7 @@ class Engine:
         kept = self._preserved(meta, flist)
         sm = self._new_sm()
         sm.instance_type = INGRESS_CLONE
-        pkt = _Packet(hdr, kept, sm, cctx.payload, len(data))
-        return self._replicate(pkt, targets, 0)
+        return self._replicate(hdr, kept, sm, cctx.payload, len(data), None, targets, 0)
 
     # ---- egress --------------------------------------------------------------------------
     def egress(self, item: Queued, enq_timestamp: int = 0, enq_qdepth: int = 0,
@@ -224,17 +238,25 @@ class Engine:
                ) -> tuple[list[tuple[int, bytes]], list[Queued]]:
         """Egress, egress clone, drop, deparse, recirculate for a dequeued packet; returns
         (frames to transmit, new packets to enqueue). Never raises (see `ingress`)."""
+        frame, new = self.egress_frame(item, enq_timestamp, enq_qdepth, deq_qdepth,
+                                       deq_timedelta)
+        return ([] if frame is None else [(item.egress_port, frame)]), list(new)
+
+    def egress_frame(self, item: Queued, enq_timestamp: int = 0, enq_qdepth: int = 0,
+                     deq_qdepth: int = 0, deq_timedelta: int = 0
+                     ) -> tuple[bytes | None, Sequence[Queued]]:
+        """`egress` as the switch's data plane calls it: (the frame to transmit on
+        `item.egress_port` or None, new packets to enqueue)."""
         try:
             return self._run_egress(item, enq_timestamp, enq_qdepth, deq_qdepth,
                                     deq_timedelta)
         except Exception as e:  # the switch must survive any packet
             self._internal_error("egress", e)
-            return [], []
+            return None, _NO_PACKETS
 
     def _run_egress(self, item: Queued, enq_timestamp: int, enq_qdepth: int, deq_qdepth: int,
-                    deq_timedelta: int) -> tuple[list[tuple[int, bytes]], list[Queued]]:
-        pkt = item.packet
-        sm = pkt.sm
+                    deq_timedelta: int) -> tuple[bytes | None, Sequence[Queued]]:
+        sm = item.sm
         sm.egress_port = item.egress_port
         sm.enq_timestamp = enq_timestamp & 0xFFFFFFFF
         sm.enq_qdepth = enq_qdepth & 0x7FFFF
@@ -242,49 +264,48 @@ class Engine:
         sm.deq_timedelta = deq_timedelta & 0xFFFFFFFF
         sm.egress_global_timestamp = self._now() & 0xFFFFFFFFFFFF
         sm.egress_spec = (self._drop + 1) & 0x1FF  # BMv2: "not drop_port", in 9 bits
-        truncate = pkt.truncate
-        sm.packet_length = pkt.length
-        ctx = PacketContext(sm.packet_length, pkt.payload)
+        sm.packet_length = item.length
+        ctx = PacketContext(item.length, item.payload)
+        hdr, meta = item.hdr, item.meta
         try:
-            self._egress(ctx, pkt.hdr, pkt.meta, sm)
+            self._egress(ctx, hdr, meta, sm)
         except AssertFailed as e:
             self._trace(f"assert failed at {e}; packet dropped")
-            return [], []
-        new: list[Queued] = []
+            return None, _NO_PACKETS
+        new: Sequence[Queued] = _NO_PACKETS
         if ctx.clone is not None:
-            new.extend(self._egress_clone(ctx, pkt))
+            new = self._egress_clone(ctx, item)
         if sm.egress_spec == self._drop:
             self._trace(f"egress: port {item.egress_port}, dropped")
-            return [], new
-        self._compute(ctx, pkt.hdr, pkt.meta, sm)
+            return None, new
+        self._compute(ctx, hdr, meta, sm)
         out = bytearray()
-        self._deparser(ctx, out, pkt.hdr, sm)
+        self._deparser(ctx, out, hdr, sm)
         out += ctx.payload
-        if ctx.truncate is not None:
-            truncate = ctx.truncate
+        truncate = item.truncate if ctx.truncate is None else ctx.truncate
         if truncate is not None and truncate < len(out):
             del out[truncate:]
         frame = bytes(out)
         if ctx.recirculate is not None:
             if item.recirculations >= _MAX_RECIRCULATIONS:
-                return [], new
-            kept = self._preserved(pkt.meta, ctx.recirculate)
+                return None, new
+            kept = self._preserved(meta, ctx.recirculate)
             self._trace(f"egress: port {item.egress_port}, recirculated")
-            return [], new + self._run_ingress(0, frame, RECIRC, kept, item.recirculations + 1)
+            return None, [*new, *self._run_ingress(0, frame, RECIRC, kept,
+                                                   item.recirculations + 1)]
         if self._log is not None:
             self._log(f"egress: port {item.egress_port}, transmit {len(frame)} bytes")
-        return [(item.egress_port, frame)], new
+        return frame, new
 
-    def _egress_clone(self, ctx: PacketContext, pkt: _Packet) -> list[Queued]:
+    def _egress_clone(self, ctx: PacketContext, item: Queued) -> list[Queued]:
         session, flist = ctx.clone
         targets = self._clone_targets(session)
         if not targets:
             return []
         sm = self._new_sm()
         sm.instance_type = EGRESS_CLONE
-        copy = _Packet(pkt.hdr._copy(), self._preserved(pkt.meta, flist), sm, pkt.payload,
-                       pkt.length)
-        return self._replicate(copy, targets, 0)
+        return self._replicate(item.hdr._copy(), self._preserved(item.meta, flist), sm,
+                               item.payload, item.length, None, targets, 0)
 
     # ---- convenience ---------------------------------------------------------------------
     def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
@@ -293,8 +314,10 @@ class Engine:
         frames: list[tuple[int, bytes]] = []
         queue = deque(self._run_ingress(port, bytes(data), NORMAL, None, 0))
         while queue:
-            out, new = self._run_egress(queue.popleft(), 0, 0, 0, 0)
-            frames.extend(out)
+            item = queue.popleft()
+            frame, new = self._run_egress(item, 0, 0, 0, 0)
+            if frame is not None:
+                frames.append((item.egress_port, frame))
             queue.extend(new)
         return frames
 

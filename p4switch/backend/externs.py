@@ -20,7 +20,8 @@ from ..frontend.types import (
 from ..runtime.hashing import ALGORITHMS
 from .env import Env
 from .expr import Unsupported
-from .structs import bits_expr, class_name
+from .rt import csum16_int_expr
+from .structs import class_name, pack_expr
 
 if TYPE_CHECKING:
     from .context import GenContext
@@ -99,27 +100,15 @@ class ExternGen:
             v = f"({v} & {hex((1 << w) - 1)})"
         out.append((v, w, guard))
 
-    def field_list_pairs(self, exprs: list[A.Expr], env: Env) -> str:
-        """A Python expression: list of (value, width), invalid headers' fields left out."""
+    def packed_bytes(self, data: A.Expr, env: Env) -> str:
+        """A Python expression for the bytes BMv2 feeds a calculation with `data`."""
+        return self.packed_list([data], env)
+
+    def packed_list(self, exprs: list[A.Expr], env: Env) -> str:
+        """`packed_bytes` of the fields of `exprs` in turn (a selector's key fields)."""
         items: list = []
         for e in exprs:
             self._flatten(e, env, items)
-        runs = _merge_runs(items)
-        if all(g is None for _, _, g in runs):
-            return "(" + "".join(f"({v}, {w}), " for v, w, _ in runs) + ")"
-        lst = self.ctx.em.fresh("fl")
-        self.ctx.em.line(f"{lst} = []")
-        for v, w, g in runs:
-            if g is None:
-                self.ctx.em.line(f"{lst}.append(({v}, {w}))")
-            else:
-                self.ctx.em.line(f"if {g}: {lst}.append(({v}, {w}))")
-        return lst
-
-    def packed_bytes(self, data: A.Expr, env: Env) -> str:
-        """A Python expression for the bytes BMv2 feeds a calculation with `data`."""
-        items: list = []
-        self._flatten(data, env, items)
         static = self._static_packing(items)
         if static is not None:
             value, nbytes, guard = static
@@ -129,14 +118,14 @@ class ExternGen:
 
     def csum16_of(self, data: A.Expr, env: Env) -> str:
         """A Python expression for csum16 over `data`: on the packed bits as one integer
-        (`csum16_int`) when the layout is static, else over the packed bytes."""
+        (`rt.csum16_int`, inlined) when the layout is static, else over the packed bytes."""
         items: list = []
         self._flatten(data, env, items)
         static = self._static_packing(items, even=True)
         if static is None:
             return f"_csum16({self._accumulated(items)})"
         value, _, guard = static
-        summed = f"_csum16_int({value})"
+        summed = csum16_int_expr(value, self.ctx.em.fresh("csv"), self.ctx.em.fresh("csr"))
         return summed if guard is None else f"({summed} if {guard} else 0xffff)"
 
     @staticmethod
@@ -365,5 +354,5 @@ class ExternGen:
         em.line(f"{hv} = {self.ctx.expr.ex(h, env)}")
         em.line(f"if {hv}._valid:")
         with em.indent():
-            em.line(f"_out += ({bits_expr(t, hv)}).to_bytes({t.width // 8}, 'big')")
+            em.line(f"_out += {pack_expr(t, hv)}")
 

@@ -31,8 +31,9 @@ PRELUDE = """\
 from p4switch.backend.rt import (HeaderStack, ParserError as _ParserError,
     AssertFailed as _AssertFailed, signed as _signed, shl as _shl, shl_signed as _shl_signed,
     div as _div, mod as _mod, rand as _rand, format_log as _format_log,
-    csum16 as _csum16, csum16_int as _csum16_int, pack_int as _pack_int)
+    csum16 as _csum16, pack_int as _pack_int)
 from p4switch.runtime.hashing import ALGORITHMS as _ALGORITHMS
+from struct import Struct as _Struct
 from p4switch.cpmodel import ActionCall as _ActionCall
 """
 

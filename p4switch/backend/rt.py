@@ -145,6 +145,12 @@ def csum16_int(value: int) -> int:
     return 0 if not s and value else ~s & 0xFFFF
 
 
+def csum16_int_expr(value: str, v: str, r: str) -> str:
+    """`csum16_int(value)` as one Python expression (the generated code saves the call);
+    `v` and `r` name two temporaries."""
+    return f"(0 if not ({r} := ({v} := {value}) % 0xFFFF) and {v} else ~{r} & 0xFFFF)"
+
+
 def pack_int(acc: int, nbits: int) -> bytes:
     """`nbits` bits of `acc`, MSB first, zero-padded to whole bytes."""
     pad = -nbits % 8

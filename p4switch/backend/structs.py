@@ -13,6 +13,7 @@ from ..frontend.types import (
     bit_width,
 )
 from .emitter import Emitter, py_ident
+from .layout import Unit, struct_format, units
 
 
 def class_name(t: StructType) -> str:
@@ -137,6 +138,9 @@ def _gen_class(em: Emitter, t: StructType) -> None:
                 for n, (_, ft) in zip(names, t.fields, strict=False):
                     if is_aggregate(ft):
                         em.line(f"self.{n}._emit(out)")
+    if header and t.varbit is None:
+        for line in struct_lines(t):
+            em.line(line)
     em.line("")
 
 
@@ -242,29 +246,80 @@ def _leaves(path: str, t: StructType) -> list:
     return out
 
 
+def _layout(t: StructType, h: str) -> list[Unit] | None:
+    leaves = [(n, ft, bit_width(ft)) for n, ft in _leaves(h, t)]
+    return units(leaves) if leaves else None
+
+
+def _field_from(ft, raw: str, n: str, w: int, x: str) -> list[str]:
+    """Statements setting field `n` from its raw bits `raw` (`x`: a temporary)."""
+    if isinstance(ft, BoolType):
+        return [f"{n} = bool({raw})"]
+    if isinstance(ft, Bits) and ft.signed:
+        return [f"{x} = {raw}", f"{n} = {x} - {1 << w} if {x} >> {w - 1} else {x}"]
+    return [f"{n} = {raw}"]
+
+
+def _slice(value: str, shift: int, w: int, total: int) -> str:
+    """Bits [shift, shift + w) of the `total`-bit integer `value`."""
+    raw = f"({value} >> {shift})" if shift else value
+    return f"({raw} & {hex((1 << w) - 1)})" if shift + w < total else raw
+
+
 def extract_lines(t: StructType, h: str, data: str, off: str, v: str = "v", x: str = "x"
                   ) -> list[str]:
     """Statements that extract fixed-width header `t` into the object `h` from bytes `data`
     at byte offset `off` (bounds already checked), as the header's `_extract` does; `v` and
-    `x` name the temporaries."""
-    total = t.width
-    lines = [f"{v} = int.from_bytes({data}[{off}:{off} + {total // 8}], 'big')"]
-    shift = total
-    for n, ft in _leaves(h, t):
-        w = bit_width(ft)
-        shift -= w
-        raw = f"({v} >> {shift})" if shift else v
-        if shift + w < total:
-            raw = f"({raw} & {hex((1 << w) - 1)})"
-        if isinstance(ft, BoolType):
-            lines.append(f"{n} = bool({raw})")
-        elif isinstance(ft, Bits) and ft.signed:
-            lines.append(f"{x} = {raw}")
-            lines.append(f"{n} = {x} - {1 << w} if {x} >> {w - 1} else {x}")
-        else:
-            lines.append(f"{n} = {raw}")
-    lines.append(f"{h}._valid = True")
-    return lines
+    `x` name the temporaries. One `unpack_from` of the header's layout (`layout.py`)."""
+    layout = _layout(t, h)
+    if layout is None:
+        lines = [f"{v} = int.from_bytes({data}[{off}:{off} + {t.width // 8}], 'big')"]
+        shift = t.width
+        for n, ft in _leaves(h, t):
+            w = bit_width(ft)
+            shift -= w
+            lines += _field_from(ft, _slice(v, shift, w, t.width), n, w, x)
+        return [*lines, f"{h}._valid = True"]
+    names = [f"{v}{k}" for k in range(len(layout))]
+    lines = [f"{', '.join(names)}, = _U_{class_name(t)}({data}, {off})"]
+    for name, unit in zip(names, layout, strict=True):
+        value = name if unit.native else f"int.from_bytes({name}, 'big')"
+        if not unit.native and len(unit.leaves) > 1:
+            lines.append(f"{name} = {value}")
+            value = name
+        total = shift = unit.nbytes * 8
+        for n, ft, w in unit.leaves:
+            shift -= w
+            lines += _field_from(ft, _slice(value, shift, w, total), n, w, x)
+    return [*lines, f"{h}._valid = True"]
+
+
+def pack_expr(t: StructType, h: str) -> str:
+    """The fixed-width header `h` as bytes: one `pack` of its layout."""
+    layout = _layout(t, h)
+    if layout is None:
+        return f"({bits_expr(t, h)}).to_bytes({t.width // 8}, 'big')"
+    args = []
+    for unit in layout:
+        shift = unit.nbytes * 8
+        parts = []
+        for n, ft, w in unit.leaves:
+            shift -= w
+            val = _field_out(ft, n)
+            parts.append(f"({val} << {shift})" if shift else val)
+        expr = " | ".join(parts)
+        args.append(expr if unit.native else f"({expr}).to_bytes({unit.nbytes}, 'big')")
+    return f"_P_{class_name(t)}({', '.join(args)})"
+
+
+def struct_lines(t: StructType) -> list[str]:
+    """Module-level packer and unpacker of a fixed-width header's layout, if it has one."""
+    layout = _layout(t, "self")
+    if layout is None:
+        return []
+    fmt = struct_format(layout)
+    cls = class_name(t)
+    return [f"_U_{cls} = _Struct({fmt!r}).unpack_from", f"_P_{cls} = _Struct({fmt!r}).pack"]
 
 
 def bits_expr(t: StructType, h: str) -> str:
@@ -297,7 +352,7 @@ def _gen_header_io(em: Emitter, t: StructType, names: list[str]) -> None:
     with em.indent():
         em.line("if self._valid:")
         with em.indent():
-            em.line(f"out += self._bits().to_bytes({nbytes}, 'big')")
+            em.line(f"out += {pack_expr(t, 'self')}")
     em.line("def _zero(self):")
     with em.indent():
         em.line("self.__dict__.clear()")

@@ -199,8 +199,9 @@ class TableGen:
 
     def _selector_hash(self, decl: A.TableDecl, info: TableInfo, env: Env) -> str:
         fields = [k.expr for k in decl.keys or [] if k.match_kind == "selector"]
-        lst = self.ctx.extern.field_list_pairs(fields, env)
-        return f"{info.profile_var}.selector_hash({lst})"
+        # ActionProfile.selector_hash inlined: the algorithm over the packed key fields
+        algo = self.ctx.program.closure(f"{info.profile_var}._hash", "Ph")
+        return f"({algo}({self.ctx.extern.packed_list(fields, env)}) & 0xffffffff)"
 
 
 def _inline_key(prop: A.TableProp, inst, table: A.TableDecl) -> tuple | None:

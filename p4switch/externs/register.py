@@ -57,7 +57,7 @@ class RegisterArray:
         self._cells[index] = value & self._mask
 
     def reset(self) -> None:
-        self._cells = [0] * self.size
+        self._cells[:] = [0] * self.size  # in place: the generated code holds the list
 
 
 # ---- declaration and generated code ---------------------------------------------------------
@@ -79,21 +79,41 @@ def declare(ctx, sym, name: str, annos: list, eid: int | None, args: list, key: 
     return ctx.program.closure(f"_registers[{name!r}]", "R")
 
 
+def _cells(ctx, r: str) -> tuple[str, str]:
+    """Closure variables of a register's cell list and size: reads and writes are inlined."""
+    return ctx.program.closure(f"{r}._cells", "Rc"), ctx.program.closure(f"{r}.size", "Rn")
+
+
 def _read(ctx, c, obj, env) -> None:
     out, index = ctx.extern.args(c)
     r = ctx.extern.instance(obj, env)
     v = ctx.em.fresh("rv")
-    signed = getattr(out.type, "signed", False)
-    ctx.em.line(f"{v} = {r}.{'read_signed' if signed else 'read'}({ctx.expr.ex(index, env)})")
-    ctx.em.line(f"if {v} is not None:")
+    if getattr(out.type, "signed", False):
+        ctx.em.line(f"{v} = {r}.read_signed({ctx.expr.ex(index, env)})")
+        ctx.em.line(f"if {v} is not None:")
+    else:  # RegisterArray.read inlined
+        cells, size = _cells(ctx, r)
+        at = ctx.em.fresh("ri")
+        ctx.em.line(f"{at} = {ctx.expr.ex(index, env)}")
+        ctx.em.line(f"if 0 <= {at} < {size}:")
+        with ctx.em.indent():
+            ctx.em.line(f"{v} = {cells}[{at}]")
     with ctx.em.indent():
         ctx.stmt.assign(out, v, env)
 
 
 def _write(ctx, c, obj, env) -> None:
+    """RegisterArray.write inlined (index, then value evaluated, as for the call)."""
     index, value = ctx.extern.args(c)
-    ctx.em.line(f"{ctx.extern.instance(obj, env)}.write({ctx.expr.ex(index, env)}, "
-                f"{ctx.expr.ex(value, env)})")
+    r = ctx.extern.instance(obj, env)
+    cells, size = _cells(ctx, r)
+    mask = ctx.program.closure(f"{r}._mask", "Rm")
+    at, v = ctx.em.fresh("ri"), ctx.em.fresh("rw")
+    ctx.em.line(f"{at} = {ctx.expr.ex(index, env)}")
+    ctx.em.line(f"{v} = {ctx.expr.ex(value, env)}")
+    ctx.em.line(f"if 0 <= {at} < {size}:")
+    with ctx.em.indent():
+        ctx.em.line(f"{cells}[{at}] = {v} & {mask}")
 
 
 # ---- P4Info and P4Runtime -------------------------------------------------------------------

@@ -26,6 +26,7 @@ def _crc16_arc_table() -> tuple[int, ...]:
 
 _CRC16_TABLE = _crc16_arc_table()
 _CRC16_PAIRS: list[int] = []  # two bytes per step, built on first use
+_LE_WORDS: dict[int, Callable[[bytes], tuple[int, ...]]] = {}  # data length -> unpacker
 
 
 def _crc16_pair_table() -> list[int]:
@@ -41,17 +42,20 @@ def crc16(data: bytes) -> int:
         _CRC16_PAIRS.extend(_crc16_pair_table())
     pairs = _CRC16_PAIRS
     n = len(data)
+    words = _LE_WORDS.get(n)
+    if words is None:  # one unpacker per length: no format string per packet
+        words = _LE_WORDS[n] = struct.Struct(f"<{n >> 1}H").unpack_from
     crc = 0
-    for word in struct.unpack_from(f"<{n >> 1}H", data):
+    for word in words(data):
         crc = pairs[crc ^ word]
     if n & 1:
         crc = (crc >> 8) ^ _CRC16_TABLE[(crc ^ data[-1]) & 0xFF]
     return crc
 
 
-def crc32(data: bytes) -> int:
-    """CRC-32 as zlib computes it, BMv2's `crc32`."""
-    return zlib.crc32(data) & 0xFFFFFFFF
+# BMv2's `crc32` is CRC-32 as zlib computes it (unsigned in Python 3); called directly, the
+# packet path saves a call layer
+crc32: Callable[[bytes], int] = zlib.crc32
 
 
 def _words16(data: bytes) -> tuple[int, ...]:

@@ -14,6 +14,7 @@ Among matching entries the highest priority wins; on equal priority the lowest e
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from operator import and_
 
 from p4switch.cpmodel import FieldMatch, MatchField
@@ -27,6 +28,9 @@ def _order(entry: Entry) -> tuple[int, int]:
 class ExactIndex:
     def __init__(self, fields: list[MatchField]) -> None:
         self._map: dict[tuple[int, ...], Entry] = {}
+        # the per-packet lookup is the dict's own get: no Python frame (the map is only ever
+        # changed in place)
+        self.lookup: Callable[[tuple[int, ...]], Entry | None] = self._map.get
 
     def add(self, entry: Entry) -> None:
         self._map[tuple(fm.value for fm in entry.keys)] = entry
@@ -36,9 +40,6 @@ class ExactIndex:
 
     def clear(self) -> None:
         self._map.clear()
-
-    def lookup(self, key: tuple[int, ...]) -> Entry | None:
-        return self._map.get(key)
 
 
 class LpmIndex:

@@ -129,7 +129,8 @@ class Dataplane:
         trace = self.trace
         if trace is not None:
             trace(f"port {port}: received {len(data)} bytes: {data[:32].hex()}")
-        if self.pfc is not None and data[12:14] == b"\x88\x08" and self.pfc.handle(port, data) \
+        if self.pfc is not None and data.startswith(b"\x88\x08", 12) \
+                and self.pfc.handle(port, data) \
                 and trace is not None:
             trace(f"port {port}: PFC frame applied to its egress queues")
         if engine is None:
@@ -175,15 +176,15 @@ class Dataplane:
                 now: float) -> None:
         """Egress pipeline for one dequeued packet; what it sends back goes to the queues."""
         try:
-            frames, more = engine.egress(
+            frame, more = engine.egress_frame(
                 item, int((enq_time - self.device.start) * 1e6) & 0xFFFFFFFF, enq_qdepth,
                 deq_qdepth, int((now - enq_time) * 1e6))
         except Exception:
             self.stats.engine_errors += 1
             log.exception("engine error in egress; packet dropped")
             return
-        for port, frame in frames:
-            self._transmit(port, frame)
+        if frame is not None:
+            self._transmit(item.egress_port, frame)
         if more:
             self._enqueue(more)
 

@@ -61,6 +61,11 @@ def test_register_read_modify_write(switch):
     assert sw.state.registers[P + "store"].read(3) == 1024
     # out-of-range index: the read leaves the result unwritten, the write does nothing
     assert resp(sw.send(0, req(5, 9, 5)))[4] == 0
+    # reads and writes are inlined on the register's cell list: a reset (register_reset)
+    # clears it in place, and the program sees the cleared cells
+    sw.state.registers[P + "store"].reset()
+    assert resp(sw.send(0, req(5, 3, 7)))[4] == 7
+    assert sw.state.registers[P + "store"].read(3) == 7
 
 
 def test_top_level_register(switch):

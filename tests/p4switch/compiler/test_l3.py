@@ -74,6 +74,12 @@ def test_counters_count_packets_and_ingress_bytes(switch):
     assert sw.state.counters[PREFIX + "rx"].read(6)[0] == 1
     hit = sw.table(PREFIX + "ipv4_lpm").lookup((0x0A010203,))
     assert hit.direct_counter == [3, 3 * len(frame)]
+    # the generated code counts into the counter's own lists: a reset (counter_reset,
+    # RuntimeState.reset) clears them in place, and counting goes on from zero
+    sw.state.counters[PREFIX + "rx"].reset()
+    sw.send(5, frame)
+    assert sw.state.counters[PREFIX + "rx"].read(5) == (1, len(frame))
+    assert sw.state.counters[PREFIX + "rx"].read(6) == (0, 0)
 
 
 def test_default_action_change_takes_effect(switch):

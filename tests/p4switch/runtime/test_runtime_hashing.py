@@ -93,12 +93,15 @@ def test_unsupported_algorithms_are_named():
 
 
 def test_csum16_on_an_integer_equals_csum16_on_its_bytes():
-    """The generated checksum code sums the packed fields as one integer (rt.csum16_int);
-    it must agree with the byte-wise checksum everywhere, edge cases included: all zeros,
-    sums that are nonzero multiples of 0xFFFF, odd byte counts (padded with a zero byte)."""
+    """The generated checksum code sums the packed fields as one integer (rt.csum16_int,
+    inlined as rt.csum16_int_expr); both must agree with the byte-wise checksum everywhere,
+    edge cases included: all zeros, sums that are nonzero multiples of 0xFFFF, odd byte counts
+    (padded with a zero byte)."""
     import random
 
-    from p4switch.backend.rt import csum16_int
+    from p4switch.backend.rt import csum16_int, csum16_int_expr
+
+    inlined = compile(csum16_int_expr("value", "_v", "_r"), "<csum16_int_expr>", "eval")
 
     rng = random.Random(19)
     cases = [bytes(2), bytes(20), b"\xff\xff", b"\xff\xff" * 9, b"\x00\x01\xff\xfe",
@@ -106,4 +109,6 @@ def test_csum16_on_an_integer_equals_csum16_on_its_bytes():
     cases += [rng.randbytes(rng.randrange(1, 64)) for _ in range(3000)]
     for data in cases:
         padded = data + b"\x00" * (len(data) & 1)
-        assert csum16_int(int.from_bytes(padded, "big")) == ALGORITHMS["csum16"](data), data.hex()
+        value = int.from_bytes(padded, "big")
+        assert csum16_int(value) == ALGORITHMS["csum16"](data), data.hex()
+        assert eval(inlined, {"value": value}) == ALGORITHMS["csum16"](data), data.hex()
