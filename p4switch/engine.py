@@ -281,11 +281,10 @@ class Engine:
         self._compute(ctx, hdr, meta, sm)
         out = bytearray()
         self._deparser(ctx, out, hdr, sm)
-        out += ctx.payload
+        frame = bytes(out) + ctx.payload  # the payload copied once
         truncate = item.truncate if ctx.truncate is None else ctx.truncate
-        if truncate is not None and truncate < len(out):
-            del out[truncate:]
-        frame = bytes(out)
+        if truncate is not None and truncate < len(frame):
+            frame = frame[:truncate]
         if ctx.recirculate is not None:
             if item.recirculations >= _MAX_RECIRCULATIONS:
                 return None, new

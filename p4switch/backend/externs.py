@@ -20,6 +20,7 @@ from ..frontend.types import (
 from ..runtime.hashing import ALGORITHMS
 from .env import Env
 from .expr import Unsupported
+from .layout import struct_format, unit_value, units
 from .rt import csum16_int_expr
 from .structs import class_name, pack_expr
 
@@ -109,12 +110,44 @@ class ExternGen:
         items: list = []
         for e in exprs:
             self._flatten(e, env, items)
+        packed = self._struct_packed(items)
+        if packed is not None:
+            return packed
         static = self._static_packing(items)
         if static is not None:
             value, nbytes, guard = static
             packed = f"({value}).to_bytes({nbytes}, 'big')"
             return packed if guard is None else f"({packed} if {guard} else b'')"
         return self._accumulated(items)
+
+    def _struct_packed(self, items: list) -> str | None:
+        """The bytes of `items` with one `struct` pack per run of fields under one validity
+        guard, the runs concatenated (`layout.py`): when every width is static and every run
+        but an unguarded last one ends on a byte boundary (that one is padded, as BMv2 pads
+        the whole); else None."""
+        if not items or not all(isinstance(w, int) for _, w, _ in items):
+            return None
+        runs: list[tuple[str | None, list]] = []
+        for v, w, g in items:
+            if runs and runs[-1][0] == g:
+                runs[-1][1].append((v, None, w))
+            else:
+                runs.append((g, [(v, None, w)]))
+        pad = -sum(w for _, w, _ in items) % 8
+        if pad:
+            if runs[-1][0] is not None:
+                return None
+            runs[-1][1].append(("0", None, pad))
+        parts = []
+        for guard, leaves in runs:
+            layout = units(leaves)
+            if layout is None:
+                return None
+            pack = self.ctx.program.closure(f"_Struct({struct_format(layout)!r}).pack", "K")
+            args = ", ".join(unit_value(u, [v for v, _, _ in u.leaves]) for u in layout)
+            parts.append(f"{pack}({args})" if guard is None
+                         else f"({pack}({args}) if {guard} else b'')")
+        return " + ".join(parts)
 
     def csum16_of(self, data: A.Expr, env: Env) -> str:
         """A Python expression for csum16 over `data`: on the packed bits as one integer

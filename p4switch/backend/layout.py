@@ -83,3 +83,15 @@ def units(leaves: list[tuple[str, object, int]]) -> list[Unit] | None:
                         tuple(leaf for r in runs[i:j + 1] for leaf in r[1])))
         i = j + 1
     return out
+
+
+def unit_value(unit: Unit, values: list[str]) -> str:
+    """The argument of `pack` for `unit`, from its fields' raw values (in `unit.leaves`
+    order, each within its width)."""
+    shift = unit.nbytes * 8
+    parts = []
+    for value, (_, _, width) in zip(values, unit.leaves, strict=True):
+        shift -= width
+        parts.append(f"({value} << {shift})" if shift else value)
+    expr = " | ".join(parts)
+    return expr if unit.native else f"({expr}).to_bytes({unit.nbytes}, 'big')"

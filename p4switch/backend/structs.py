@@ -13,7 +13,7 @@ from ..frontend.types import (
     bit_width,
 )
 from .emitter import Emitter, py_ident
-from .layout import Unit, struct_format, units
+from .layout import Unit, struct_format, unit_value, units
 
 
 def class_name(t: StructType) -> str:
@@ -299,16 +299,7 @@ def pack_expr(t: StructType, h: str) -> str:
     layout = _layout(t, h)
     if layout is None:
         return f"({bits_expr(t, h)}).to_bytes({t.width // 8}, 'big')"
-    args = []
-    for unit in layout:
-        shift = unit.nbytes * 8
-        parts = []
-        for n, ft, w in unit.leaves:
-            shift -= w
-            val = _field_out(ft, n)
-            parts.append(f"({val} << {shift})" if shift else val)
-        expr = " | ".join(parts)
-        args.append(expr if unit.native else f"({expr}).to_bytes({unit.nbytes}, 'big')")
+    args = [unit_value(u, [_field_out(ft, n) for n, ft, _ in u.leaves]) for u in layout]
     return f"_P_{class_name(t)}({', '.join(args)})"
 
 
