@@ -138,9 +138,11 @@ class Engine:
             if sm.egress_spec == self._drop:
                 return []
             sm.instance_type = NORMAL
-            q = self._enqueue(sm.egress_spec, hdr, meta, sm, ctx.payload, len(data),
-                              ctx.truncate, depth)
-            return [] if q is None else [q]
+            if sm.priority < self._queues:  # `_enqueue`, inline
+                return [Queued(sm.egress_spec, sm.priority, hdr, meta, sm, ctx.payload,
+                               len(data), ctx.truncate, depth)]
+            self._trace("priority out of range, dropping packet")
+            return []
         out: list[Queued] = []
         if ctx.clone is not None:
             out.extend(self._ingress_clone(ctx, data, port, meta))
