@@ -135,14 +135,7 @@ class Engine:
             log(self._ingress_decision(ctx, sm))
         if ctx.clone is None and ctx.digest is None and ctx.resubmit is None \
                 and not sm.mcast_grp:  # the common case: one packet, or none
-            if sm.egress_spec == self._drop:
-                return []
-            sm.instance_type = NORMAL
-            if sm.priority < self._queues:  # `_enqueue`, inline
-                return [Queued(sm.egress_spec, sm.priority, hdr, meta, sm, ctx.payload,
-                               len(data), ctx.truncate, depth)]
-            self._trace("priority out of range, dropping packet")
-            return []
+            return self._unicast(hdr, meta, sm, ctx, len(data), depth)
         out: list[Queued] = []
         if ctx.clone is not None:
             out.extend(self._ingress_clone(ctx, data, port, meta))
@@ -160,14 +153,17 @@ class Engine:
             out.extend(self._replicate(hdr, meta, sm, ctx.payload, len(data), ctx.truncate,
                                        self._pre.replicas(grp), depth))
             return out
+        return out + self._unicast(hdr, meta, sm, ctx, len(data), depth)
+
+    def _unicast(self, hdr, meta, sm, ctx: PacketContext, length: int, depth: int
+                 ) -> list[Queued]:
+        """The packet for egress_spec's queue, or none (dropped)."""
         if sm.egress_spec == self._drop:
-            return out
+            return []
         sm.instance_type = NORMAL
-        q = self._enqueue(sm.egress_spec, hdr, meta, sm, ctx.payload, len(data), ctx.truncate,
+        q = self._enqueue(sm.egress_spec, hdr, meta, sm, ctx.payload, length, ctx.truncate,
                           depth)
-        if q is not None:
-            out.append(q)
-        return out
+        return [] if q is None else [q]
 
     def _ingress_decision(self, ctx: PacketContext, sm) -> str:
         parts = []

@@ -149,7 +149,7 @@ class Dataplane:
         bypass, enqueue = self.tm.bypass, self.tm.enqueue
         for item in items:
             if bypass(item.egress_port, item.priority, now):
-                self._egress_now(engine, item, now)
+                self._egress(engine, item, now, 0, 0, now)
             elif enqueue(item.egress_port, item.priority, item, now) is None:
                 self.stats.tm_drops += 1
                 if trace is not None:
@@ -172,25 +172,6 @@ class Dataplane:
                 return
             for _port, _prio, item, enq_time, enq_qdepth, deq_qdepth in batch:
                 self._egress(engine, item, enq_time, enq_qdepth, deq_qdepth, now)
-
-    def _egress_now(self, engine, item, now: float) -> None:
-        """`_egress` for a packet that skips its empty queue (depths and time queued 0),
-        the common case, with its transmit inline."""
-        try:
-            frame, more = engine.egress_frame(item, int((now - self._start) * 1e6) & 0xFFFFFFFF)
-        except Exception:
-            self.stats.engine_errors += 1
-            log.exception("engine error in egress; packet dropped")
-            return
-        if frame is not None:
-            p = self.ports.get(item.egress_port)
-            if p is not None and self.trace is None:
-                p.send(frame)
-                self._unflushed.add(p)
-            else:
-                self._transmit(item.egress_port, frame)
-        if more:
-            self._enqueue(more)
 
     def _egress(self, engine, item, enq_time: float, enq_qdepth: int, deq_qdepth: int,
                 now: float) -> None:
