@@ -6,7 +6,7 @@ PYTEST  ?= $(BIN)/pytest
 P4LANG_ENV := $(abspath $(CURDIR)/../shared/p4lang/env.sh)
 
 .PHONY: setup demo test test-fast test-bmv2 lint typecheck bench bench-engine bench-runtime bench-switch \
-        bench-traffic bench-fabric bench-lb bench-congestion bench-failover clean
+        bench-traffic bench-fabric bench-lb bench-congestion bench-failover bench-jobs clean
 
 # provision.sh is idempotent and quick when nothing changed; it runs every time so that a
 # `sudo make setup` after a user's `make setup` still links the commands onto sudo's PATH.
@@ -47,7 +47,7 @@ typecheck: setup
 
 # Benchmarks print figures; they are never part of the tests. Those marked (root) start networks.
 bench: bench-engine bench-runtime bench-switch bench-traffic bench-fabric bench-lb bench-congestion \
-       bench-failover
+       bench-failover bench-jobs
 
 bench-engine: setup
 	$(BIN)/python bench/engine_pps.py
@@ -76,6 +76,9 @@ bench-congestion: setup  # (root for the telemetry part)
 
 bench-failover: setup  # (root)
 	$(BIN)/python bench/failover_loss_window.py --trials 5
+
+bench-jobs: setup  # (root)
+	$(BIN)/python bench/jobs_busbw.py
 
 clean: setup
 	$(BIN)/fabric-lab clean

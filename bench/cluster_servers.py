@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from controller.fabric import FabricController
 from controller.pipeline import build_pipeline
+from mechanisms import program_path
 from targets import get_target
 from tests.cluster.sshd import available, second_server
 from topos import build_fabric
@@ -31,8 +32,7 @@ from topos.mininet import FabricNetwork
 from topos.mininet.cluster import ClusterNetwork, ClusterOptions
 from topos.relocate import prefixed
 
-ROOT = Path(__file__).resolve().parents[1]
-PROGRAM = ROOT / "p4src" / "ecmp.p4"
+PROGRAM = program_path("ecmp")
 SCALES = {"leafspine": {}, "aipod": {}}
 
 

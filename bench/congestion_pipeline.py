@@ -22,10 +22,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from experiments.lb.single_switch import load_program  # noqa: E402
+from experiments.framework.engine_switch import load_program  # noqa: E402
+from mechanisms import ecn, pfc, routing  # noqa: E402
 from p4switch.engine import EngineConfig  # noqa: E402
 from p4switch.runtime import RuntimeState  # noqa: E402
-from p4switch.runtime.cli_commands import RuntimeCli  # noqa: E402
+from p4switch.runtime.cli_commands import CliInterpreter  # noqa: E402
 
 
 def frame() -> bytes:
@@ -40,29 +41,24 @@ def frame() -> bytes:
 def engine(setting: str):
     compiled = load_program("ecmp")
     state = RuntimeState(compiled.model)
-    cli = RuntimeCli(state)
+    cli = CliInterpreter(state)
     commands = [
-        "act_prof_create_member FabricIngress.routing.ecmp_selector "
-        "FabricIngress.routing.set_next_hop 2 0x02000a000101",
-        "table_indirect_add FabricIngress.routing.ipv4_lpm 10.0.1.1/32 => 0",
-        "table_add FabricIngress.traffic_class.dscp_priority "
-        "FabricIngress.traffic_class.set_priority 26 => 3",
+        f"act_prof_create_member {routing.SELECTOR} {routing.NEXT_HOP_ACTION} 2 0x02000a000101",
+        f"table_indirect_add {routing.LPM_TABLE} 10.0.1.1/32 => 0",
+        f"table_add {pfc.CLASS_TABLE} {pfc.CLASS_ACTION} 26 => 3",
     ]
     if "ecn" in setting:
-        commands += [f"table_add FabricEgress.ecn.ecn_profile FabricEgress.ecn.set_mark_threshold "
+        commands += [f"table_add {ecn.PROFILE_TABLE} {ecn.MARK_ACTION} "
                      f"{d}->{d} => {round(0.2 * (d - 5) / 15 * 65535)} 1" for d in range(6, 20)]
-        commands.append("table_add FabricEgress.ecn.ecn_profile "
-                        "FabricEgress.ecn.set_mark_threshold 20->524287 => 65535 1")
+        commands.append(f"table_add {ecn.PROFILE_TABLE} {ecn.MARK_ACTION} "
+                        f"20->{ecn.MAX_DEPTH} => {ecn.ALWAYS} 1")
     if "pfc" in setting:
         refresh = 0 if setting == "pfc-xoff" else 20_000
         commands += [
-            f"table_add FabricEgress.pfc.pfc_config FabricEgress.pfc.enable_pfc 2 3 => "
-            f"10 4 1000 {refresh}",
-            "table_add FabricIngress.pfc_reception.pfc_propagation "
-            f"FabricIngress.pfc_reception.propagate_pfc 2 3 => 5 1000 {refresh}",
-            "table_add FabricIngress.pfc_reception.pfc_link "
-            "FabricIngress.pfc_reception.set_quantum 1 => 52429",
-            "mirroring_add 1001 1",
+            f"table_add {pfc.CONFIG_TABLE} {pfc.CONFIG_ACTION} 2 3 => 10 4 1000 {refresh}",
+            f"table_add {pfc.PROPAGATION_TABLE} {pfc.PROPAGATION_ACTION} 2 3 => 5 1000 {refresh}",
+            f"table_add {pfc.LINK_TABLE} {pfc.LINK_ACTION} 1 => 52429",
+            f"mirroring_add {pfc.SESSION_BASE + 1} 1",
         ]
     for line in commands:
         out = cli.execute(line)

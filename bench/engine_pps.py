@@ -19,6 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from mechanisms import port_io, program_path, routing  # noqa: E402
 from p4switch.compiler import compile_program  # noqa: E402
 from p4switch.cpmodel import ActionCall, FieldMatch  # noqa: E402
 from p4switch.engine import EngineConfig  # noqa: E402
@@ -36,21 +37,20 @@ def frame(size: int, sport: int) -> bytes:
     return raw + bytes(max(0, size - len(raw)))
 
 
-def setup(program_path: Path):
-    program = compile_program(program_path)
+def setup(path: Path):
+    program = compile_program(path)
     state = RuntimeState(program.model)
-    prefix = "FabricIngress.routing."
-    prof = state.action_profiles[prefix + "ecmp_selector"]
+    prof = state.action_profiles[routing.SELECTOR]
     for member in range(4):
-        prof.insert_member(member + 1, ActionCall(prefix + "set_next_hop",
+        prof.insert_member(member + 1, ActionCall(routing.NEXT_HOP_ACTION,
                                                   (member + 1, 0x020000000010 + member)))
     prof.insert_group(1, [(m + 1, 1, None) for m in range(4)], 16)
-    state.tables[prefix + "ipv4_lpm"].insert(
+    state.tables[routing.LPM_TABLE].insert(
         Entry(keys=(FieldMatch("lpm", value=0x0A000200, prefix_len=24),), action=GroupRef(1)))
-    macs = state.tables["FabricEgress.port_io.source_mac"]
+    macs = state.tables[port_io.SOURCE_MAC_TABLE]
     for port in range(1, 5):
         macs.insert(Entry(keys=(FieldMatch("exact", value=port),),
-                          action=ActionCall("FabricEgress.port_io.set_source_mac",
+                          action=ActionCall(port_io.SOURCE_MAC_ACTION,
                                             (0x020000000100 + port,))))
     return program.new_engine(state, EngineConfig())
 
@@ -72,7 +72,7 @@ def measure(engine, size: int, count: int) -> tuple[float, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--packets", type=int, default=50_000)
-    ap.add_argument("--program", type=Path, default=ROOT / "p4src" / "ecmp.p4")
+    ap.add_argument("--program", type=Path, default=program_path("ecmp"))
     args = ap.parse_args()
     engine = setup(args.program)
     for size in (64, 1000):

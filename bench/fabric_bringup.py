@@ -26,12 +26,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from controller.fabric import FabricController
 from controller.pipeline import build_pipeline
+from mechanisms import program_path
 from targets import CHOICES, TARGETS, get_target
 from topos import FABRICS, build_fabric
 from topos.mininet import FabricNetwork
 
 ROOT = Path(__file__).resolve().parents[1]
-PROGRAM = ROOT / "p4src" / "ecmp.p4"
+PROGRAM = program_path("ecmp")
 TICKS = os.sysconf("SC_CLK_TCK")
 
 

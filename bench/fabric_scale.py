@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from controller.checks import pingall
 from controller.fabric import FabricController
 from controller.pipeline import build_pipeline
+from mechanisms import program_path
 from targets import get_target
 from topos import FABRICS, build_fabric
 from topos.builders import parse_scale
@@ -34,8 +35,7 @@ from traffic.collectives.runner import CollectiveRunner
 from traffic.collectives.schedule import all_to_all
 from traffic.hosts import MininetHost
 
-ROOT = Path(__file__).resolve().parents[1]
-PROGRAM = ROOT / "p4src" / "ecmp.p4"
+PROGRAM = program_path("ecmp")
 
 
 def size(text: str) -> int:

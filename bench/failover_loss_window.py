@@ -17,8 +17,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from experiments.failover.experiment import EXPERIMENT
-from experiments.failover.lab import KINDS, FailoverLab
-from experiments.failover.trial import run_trial, settle
+from experiments.failover.trial import run_trial
+from experiments.framework.failover_lab import KINDS, FailoverLab, settle
 from topos import build_fabric
 
 

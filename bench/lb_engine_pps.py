@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from experiments.lb.switch import MODES, LbSwitch, roce_frame
+from experiments.framework.engine_switch import MODES, LbSwitch, roce_frame
 
 
 def pps(mode: str, packets: int) -> float:

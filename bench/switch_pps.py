@@ -104,11 +104,12 @@ def program_route(addr: str, pipeline) -> None:
 
     from controller.p4rt import P4RuntimeClient
     from controller.schema import Schema
+    from mechanisms import routing
 
     schema = Schema(pipeline.p4info)
-    table = schema.table("FabricIngress.routing.ipv4_lpm")
-    action = schema.action("FabricIngress.routing.set_next_hop")
-    profile = schema.profile_of("FabricIngress.routing.ipv4_lpm")
+    table = schema.table(routing.LPM_TABLE)
+    action = schema.action(routing.NEXT_HOP_ACTION)
+    profile = schema.profile_of(routing.LPM_TABLE)
     with P4RuntimeClient(addr, 1, name="bench switch") as client:
         client.set_pipeline(pipeline.p4info, pipeline.device_config)
         member = pb.ActionProfileMember(action_profile_id=profile.preamble.id, member_id=1)
@@ -206,6 +207,7 @@ def main() -> int:
         print("switch_pps: needs root (namespaces, raw sockets)", file=sys.stderr)
         return 1
     from controller.pipeline import build_pipeline
+    from mechanisms import program_path
 
     missing = {"p4switch": "", "bmv2": bmv2_missing()}
     bench = Bench()
@@ -229,7 +231,7 @@ def main() -> int:
                         for size in map(int, args.sizes.split(",")):
                             figures.setdefault(size, {})[target] = missing[target]
                         continue
-                    pipeline = build_pipeline(REPO / "p4src" / f"{program}.p4", target)
+                    pipeline = build_pipeline(program_path(program), target)
                     proc, addr, _ = start_switch(target, ports, log)
                     try:
                         program_route(addr, pipeline)

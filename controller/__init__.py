@@ -8,5 +8,7 @@
   and the writes that close it (idempotent re-runs write nothing);
 - `fabric`: `FabricController`, every switch in parallel, link events, port counters;
 - `linkwatch`: link events from interface state; `queues`: queue settings via the runtime CLI;
+- `knobs`: a mechanism's knobs (`mechanisms.Knob`) as P4Runtime entries, written as differences;
+  `congestion` (ECN, PFC) and `lb` (flowlet gap, tagging, queue awareness) use it;
 - `checks`: pingall and UDP probes run from the hosts.
 """

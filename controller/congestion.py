@@ -32,38 +32,31 @@ from typing import Protocol, TypeAlias
 
 from p4.v1 import p4runtime_pb2
 
-from controller.schema import Schema, encode
+from controller.knobs import knob_default, knob_entry
+from controller.schema import Schema
+from mechanisms import ecn, pfc
+from topos.errors import FabricLabError
 from topos.model import FabricSpec
 
 Update: TypeAlias = p4runtime_pb2.Update
 Entity: TypeAlias = p4runtime_pb2.Entity
 
-PFC_SESSION_BASE = 1000
-MAX_DEPTH = (1 << 19) - 1  # enq_qdepth is 19 bits
-ALWAYS = 0xFFFF  # a threshold above every draw (draws are 0..65534)
-ROCE_CLASSES = {26: 3, 48: 6}  # DSCP -> priority
-ECN_TABLE_SIZE = 256
-
-TABLES = {
-    "ecn": "FabricEgress.ecn.ecn_profile",
-    "pfc": "FabricEgress.pfc.pfc_config",
-    "propagation": "FabricIngress.pfc_reception.pfc_propagation",
-    "link": "FabricIngress.pfc_reception.pfc_link",
-    "class": "FabricIngress.traffic_class.dscp_priority",
-    "rx": "FabricIngress.pfc_reception.pfc_rx_mode",
-}
-ACTIONS = {
-    "ecn": "FabricEgress.ecn.set_mark_threshold",
-    "pfc": "FabricEgress.pfc.enable_pfc",
-    "propagation": "FabricIngress.pfc_reception.propagate_pfc",
-    "link": "FabricIngress.pfc_reception.set_quantum",
-    "class": "FabricIngress.traffic_class.set_priority",
-    "punt": "FabricIngress.pfc_reception.punt_pfc_frames",
-    "noop": "NoAction",
-}
+# The names and constants are the mechanisms' (`mechanisms.ecn`, `mechanisms.pfc`).
+PFC_SESSION_BASE = pfc.SESSION_BASE
+MAX_DEPTH = ecn.MAX_DEPTH
+ALWAYS = ecn.ALWAYS
+ROCE_CLASSES = pfc.ROCE_CLASSES
+ECN_TABLE_SIZE = ecn.TABLE_SIZE
+ECN_KNOB = ecn.MECHANISM.knob("ecn_threshold")
+CLASS_KNOB = pfc.MECHANISM.knob("dscp_priority")
+XOFF_XON_KNOB = pfc.MECHANISM.knob("xoff_xon")
+PROPAGATION_KNOB = pfc.MECHANISM.knob("propagation")
+QUANTUM_KNOB = pfc.MECHANISM.knob("quantum")
+PUNT_KNOB = pfc.MECHANISM.knob("punt_frames")
+OWNED_KNOBS = (ECN_KNOB, CLASS_KNOB, XOFF_XON_KNOB, PROPAGATION_KNOB, QUANTUM_KNOB)
 
 
-class CongestionConfigError(ValueError):
+class CongestionConfigError(FabricLabError, ValueError):
     """Bad ECN/PFC parameters; the message lists every problem."""
 
 
@@ -148,10 +141,10 @@ class PfcConfig:
     @property
     def quantum_us_q10(self) -> int:
         """µs per quantum x 1024, as pfc_link takes it."""
-        return round(512 / (self.link_mbps * 1e6) * 1e6 * 1024)
+        return pfc.quantum_us_q10(self.link_mbps * 1e6)
 
     def pause_s(self) -> float:
-        return self.quanta * 512 / (self.link_mbps * 1e6)
+        return pfc.pause_seconds(self.quanta, self.link_mbps * 1e6)
 
 
 @dataclass(frozen=True)
@@ -185,37 +178,11 @@ class CongestionConfig:
 
 
 # ---- P4Runtime entities ----------------------------------------------------------------------
-def _entry(schema: Schema, table: str, matches: Sequence[tuple[str, str, tuple[int, ...]]],
-           action: str, params: Mapping[str, int], priority: int = 0) -> Entity:
-    entity = Entity()
-    entry = entity.table_entry
-    entry.table_id = schema.table(table).preamble.id
-    entry.priority = priority
-    for name, kind, values in matches:
-        mf = schema.match_field(table, name)
-        fm = entry.match.add(field_id=mf.id)
-        if kind == "exact":
-            fm.exact.value = encode(values[0], mf.bitwidth, name)
-        else:
-            fm.range.low = encode(values[0], mf.bitwidth, name)
-            fm.range.high = encode(values[1], mf.bitwidth, name)
-    _action(schema, entry.action.action, action, params)
-    return entity
-
-
-def _action(schema: Schema, msg: p4runtime_pb2.Action, action: str,
-            params: Mapping[str, int]) -> None:
-    msg.action_id = schema.action(action).preamble.id
-    for name, value in params.items():
-        p = schema.param(action, name)
-        msg.params.add(param_id=p.id, value=encode(value, p.bitwidth, name))
-
-
-def _default(schema: Schema, table: str, action: str) -> Entity:
+def _no_action_default(schema: Schema, table: str) -> Entity:
     entity = Entity()
     entity.table_entry.table_id = schema.table(table).preamble.id
     entity.table_entry.is_default_action = True
-    _action(schema, entity.table_entry.action.action, action, {})
+    entity.table_entry.action.action.action_id = schema.action("NoAction").preamble.id
     return entity
 
 
@@ -232,35 +199,28 @@ def table_entities(schema: Schema, ports: Iterable[int], config: CongestionConfi
     config.check()
     out = []
     if config.ecn is not None:
-        out += [_entry(schema, TABLES["ecn"], [("standard_metadata.enq_qdepth", "range", (lo, hi))],
-                       ACTIONS["ecn"], {"threshold": threshold}, priority=1)
+        out += [knob_entry(schema, ECN_KNOB, [(lo, hi)], {"threshold": threshold}, priority=1)
                 for lo, hi, threshold in config.ecn.ranges()]
-    out += [_entry(schema, TABLES["class"], [("hdr.ipv4.dscp", "exact", (dscp,))],
-                   ACTIONS["class"], {"prio": prio})
+    out += [knob_entry(schema, CLASS_KNOB, [dscp], {"prio": prio})
             for dscp, prio in sorted(config.dscp_priority.items())]
     if config.pfc is not None:
         enabled = sorted(ports) if config.pfc_ports is None else sorted(config.pfc_ports)
         out += _pfc_queue_entities(schema, enabled, config.pfc)
-        out += [_entry(schema, TABLES["link"], [("standard_metadata.ingress_port", "exact", (p,))],
-                       ACTIONS["link"], {"us_q10": config.pfc.quantum_us_q10})
+        out += [knob_entry(schema, QUANTUM_KNOB, [p], {"us_q10": config.pfc.quantum_us_q10})
                 for p in sorted(ports)]
     return out
 
 
-def _pfc_queue_entities(schema: Schema, ports: Iterable[int], pfc: PfcConfig) -> list[Entity]:
+def _pfc_queue_entities(schema: Schema, ports: Iterable[int], config: PfcConfig) -> list[Entity]:
     """pfc_config and pfc_propagation entries for the lossless queues of `ports`."""
-    queues = [(p, prio) for p in ports for prio in sorted(pfc.priorities)]
-    out = [_entry(schema, TABLES["pfc"], [("standard_metadata.egress_port", "exact", (p,)),
-                                          ("standard_metadata.priority", "exact", (prio,))],
-                  ACTIONS["pfc"], {"xoff_packets": pfc.xoff, "xon_packets": pfc.xon,
-                                   "quanta": pfc.quanta, "refresh": pfc.refresh_us})
+    queues = [(p, prio) for p in ports for prio in sorted(config.priorities)]
+    out = [knob_entry(schema, XOFF_XON_KNOB, [p, prio],
+                      {"xoff_packets": config.xoff, "xon_packets": config.xon,
+                       "quanta": config.quanta, "refresh": config.refresh_us})
            for p, prio in queues]
-    out += [_entry(schema, TABLES["propagation"],
-                   [("standard_metadata.egress_spec", "exact", (p,)),
-                    ("standard_metadata.priority", "exact", (prio,))],
-                   ACTIONS["propagation"],
-                   {"xoff_packets": pfc.paused_threshold, "quanta": pfc.quanta,
-                    "refresh": pfc.refresh_us})
+    out += [knob_entry(schema, PROPAGATION_KNOB, [p, prio],
+                       {"xoff_packets": config.paused_threshold, "quanta": config.quanta,
+                        "refresh": config.refresh_us})
             for p, prio in queues]
     return out
 
@@ -285,15 +245,16 @@ def configure_switch(client: _Client, schema: Schema, ports: Iterable[int],
     ports = sorted(ports)
     wanted = table_entities(schema, ports, config)
     wildcard = []
-    for key in ("ecn", "class", "pfc", "propagation", "link"):
+    for knob in OWNED_KNOBS:
         entity = Entity()
-        entity.table_entry.table_id = schema.table(TABLES[key]).preamble.id
+        entity.table_entry.table_id = schema.table(knob.table).preamble.id
         wildcard.append(entity)
     existing = [e for e in client.read(wildcard) if not e.table_entry.is_default_action]
     client.write(_updates(Update.DELETE, existing))
     client.write(_updates(Update.INSERT, wanted))
-    rx_action = ACTIONS["punt"] if config.punt_pfc else ACTIONS["noop"]
-    client.write(_updates(Update.MODIFY, [_default(schema, TABLES["rx"], rx_action)]))
+    rx_default = (knob_default(schema, PUNT_KNOB, {}) if config.punt_pfc
+                  else _no_action_default(schema, PUNT_KNOB.table))
+    client.write(_updates(Update.MODIFY, [rx_default]))
     sessions = Entity()
     sessions.packet_replication_engine_entry.clone_session_entry.SetInParent()
     have = {e.packet_replication_engine_entry.clone_session_entry.session_id

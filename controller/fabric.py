@@ -20,12 +20,15 @@ from typing import TypeVar
 
 from p4.v1 import p4runtime_pb2
 
+from controller.deadlock import deadlock_free_routes
+from controller.inband import apply_int
 from controller.intent import DEFAULT_NAMES, Intent, RoutingNames
 from controller.p4rt import P4RuntimeClient, P4RuntimeError
 from controller.pipeline import Pipeline
 from controller.routes import SwitchRoutes, compute_routes
 from controller.schema import Schema
 from controller.sync import ControllerError, SyncReport, sync_switch
+from topos.errors import FabricLabError
 from topos.model import FabricSpec
 
 log = logging.getLogger(__name__)
@@ -33,7 +36,7 @@ T = TypeVar("T")
 PortCounters = dict[int, tuple[int, int]]
 
 
-class ProgrammingError(RuntimeError):
+class ProgrammingError(FabricLabError, RuntimeError):
     """One or more switches failed; `errors` holds one ControllerError per switch."""
 
     def __init__(self, errors: list[ControllerError]):
@@ -46,13 +49,16 @@ class FabricController:
 
     def __init__(self, spec: FabricSpec, pipeline: Pipeline, *,
                  names: RoutingNames = DEFAULT_NAMES, election_id: tuple[int, int] = (0, 1),
-                 hash_seed: int | None = None, timeout: float = 10.0, workers: int = 16):
+                 hash_seed: int | None = None, timeout: float = 10.0, workers: int = 16,
+                 deadlock_free: bool = False):
         self.spec = spec
         self.pipeline = pipeline
         self.schema = Schema(pipeline.p4info)
         self.intent = Intent(self.schema, names, caps=pipeline.target.caps)
         self.election_id = election_id
         self.hash_seed = hash_seed
+        # refuse routes that close a buffer-dependency cycle (PFC deadlock): controller/deadlock.py
+        self.deadlock_free = deadlock_free
         self.timeout = timeout
         self.workers = workers
         self.clients: dict[str, P4RuntimeClient] = {}
@@ -128,6 +134,8 @@ class FabricController:
         if cut_off:
             whole = compute_routes(self.spec, hash_seed=self.hash_seed)
             plan.update((name, whole[name]) for name in cut_off)
+        if self.deadlock_free:
+            plan = deadlock_free_routes(live, plan)
         # a down link's port keeps its source MAC: the entry is harmless and saves rewrites
         for name, routes in plan.items():
             routes.source_macs = {ln.end(name).port: ln.end(name).mac
@@ -142,6 +150,8 @@ class FabricController:
             reports = self._each(
                 self.clients,
                 lambda name: sync_switch(self.clients[name], self.intent, plan[name], pipeline))
+            if push_pipeline:  # a new pipeline starts with empty knob tables
+                apply_int(self)
         return [reports[name] for name in self.clients]
 
     def mark_link(self, switch: str, port: int, *, up: bool) -> None:

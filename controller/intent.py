@@ -1,6 +1,7 @@
 """What one switch should hold, as a `DeviceState`, from its routes and the program's P4Info.
 
-Table, action and field names are those of `p4src/` (`RoutingNames`); ids come from the P4Info.
+Table, action and field names are those of `mechanisms.routing` and `mechanisms.port_io`
+(`RoutingNames`); ids come from the P4Info.
 Members: one per next hop, member id = egress port, action set_next_hop(port, dmac). Groups: one
 per next-hop set, each member with weight 1 and watch_port = its egress port, so the selector
 skips a member while its port is down (data-plane failover). A group of one member has no watch
@@ -26,6 +27,7 @@ from p4.v1 import p4runtime_pb2
 from controller.routes import PortSet, SwitchRoutes, keep_group_ids
 from controller.schema import Schema, decode, encode, mac_to_int
 from controller.state import DeviceState
+from mechanisms import port_io, routing
 from targets import P4SWITCH, Capabilities
 
 
@@ -33,16 +35,16 @@ from targets import P4SWITCH, Capabilities
 class RoutingNames:
     """Names of what the controller programs, as p4c writes them in the P4Info."""
 
-    lpm_table: str = "FabricIngress.routing.ipv4_lpm"
-    lpm_field: str = "hdr.ipv4.dst_addr"
-    next_hop_action: str = "FabricIngress.routing.set_next_hop"
-    seed_table: str = "FabricIngress.routing.hash_seed"
-    seed_action: str = "FabricIngress.routing.set_hash_seed"
-    source_mac_table: str = "FabricEgress.port_io.source_mac"
-    source_mac_field: str = "standard_metadata.egress_port"
-    source_mac_action: str = "FabricEgress.port_io.set_source_mac"
-    rx_counter: str = "FabricIngress.port_counters.rx_port_counter"
-    tx_counter: str = "FabricEgress.port_io.tx_port_counter"
+    lpm_table: str = routing.LPM_TABLE
+    lpm_field: str = routing.LPM_FIELD
+    next_hop_action: str = routing.NEXT_HOP_ACTION
+    seed_table: str = routing.SEED_TABLE
+    seed_action: str = routing.SEED_ACTION
+    source_mac_table: str = port_io.SOURCE_MAC_TABLE
+    source_mac_field: str = port_io.SOURCE_MAC_FIELD
+    source_mac_action: str = port_io.SOURCE_MAC_ACTION
+    rx_counter: str = port_io.RX_PORT_COUNTER
+    tx_counter: str = port_io.TX_PORT_COUNTER
 
 
 DEFAULT_NAMES = RoutingNames()

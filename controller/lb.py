@@ -21,40 +21,52 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from p4.v1 import p4runtime_pb2
-
 from controller.fabric import FabricController
 from controller.intent import Intent
-from controller.p4rt import P4RuntimeError
+from controller.knobs import knob_state, read_knob, sync_knob
 from controller.pipeline import build_pipeline
-from controller.schema import Schema, SchemaError, encode
-from controller.state import DeviceState, add_read_entities, plan_updates
+from controller.schema import Schema, SchemaError
+from controller.state import DeviceState
+from mechanisms import LB_MODES, P4SRC, Knob, flowlet, qdlb, tagging
 from targets import Target
+from topos.errors import FabricLabError
 from topos.model import FabricSpec
 
-P4SRC = Path(__file__).resolve().parent.parent / "p4src"
-MODES = ("ecmp", "flowlet", "dlb", "qdlb")
+MODES = LB_MODES
 TAGGING_MODES = ("dlb", "qdlb")
-DEFAULT_FLOWLET_GAP_US = 10_000  # the program's own default (10 ms, for 10 Mb/s links)
+DEFAULT_FLOWLET_GAP_US = flowlet.DEFAULT_GAP_US  # the program's own default (10 ms, 10 Mb/s links)
 
 
-class LbError(ValueError):
+class LbError(FabricLabError, ValueError):
     """A knob the running program does not have, or a bad value for it."""
 
 
 @dataclass(frozen=True)
 class LbNames:
-    """Names of the load-balancing knobs in the P4Info (`p4src/include/{flowlet,dlb}.p4`)."""
+    """Names of the load-balancing knobs in the P4Info (`mechanisms.flowlet`, `.tagging`,
+    `.qdlb`)."""
 
-    gap_table: str = "FabricIngress.load_balancing.flowlet_gap"
-    gap_action: str = "FabricIngress.load_balancing.set_flowlet_gap"
-    gap_param: str = "gap"
-    tag_table: str = "FabricIngress.reorder_tagging.host_ports"
-    tag_field: str = "standard_metadata.ingress_port"
-    tag_action: str = "FabricIngress.reorder_tagging.tag_from_host_port"
-    dlb_table: str = "FabricIngress.load_balancing.dlb_params"
-    dlb_action: str = "FabricIngress.load_balancing.set_dlb_params"
-    dlb_param: str = "aware"
+    gap_table: str = flowlet.GAP_TABLE
+    gap_action: str = flowlet.GAP_ACTION
+    gap_param: str = flowlet.GAP_PARAM
+    tag_table: str = tagging.HOST_PORTS_TABLE
+    tag_field: str = tagging.HOST_PORT_FIELD
+    tag_action: str = tagging.TAG_ACTION
+    dlb_table: str = qdlb.PARAMS_TABLE
+    dlb_action: str = qdlb.PARAMS_ACTION
+    dlb_param: str = qdlb.AWARE_PARAM
+
+    @property
+    def gap_knob(self) -> Knob:
+        return Knob("flowlet_gap", self.gap_table, self.gap_action, (self.gap_param,))
+
+    @property
+    def tag_knob(self) -> Knob:
+        return Knob("host_ports", self.tag_table, self.tag_action, (), (self.tag_field,))
+
+    @property
+    def aware_knob(self) -> Knob:
+        return Knob("queue_aware", self.dlb_table, self.dlb_action, (self.dlb_param,))
 
 
 NAMES = LbNames()
@@ -143,10 +155,10 @@ class LoadBalancing:
         """Whether every switch compares queue depths (qdlb mode only), read back."""
         if self.mode != "qdlb":
             raise LbError(f"the running program is {self.mode}.p4: it is not queue-aware")
-        table_id = self.ctl.schema.table(self.names.dlb_table).preamble.id
+        knob = self.names.aware_knob
 
         def one(name: str) -> bool:
-            action = self._read(name, table_id, default=True).defaults.get(table_id)
+            action = self._read(name, knob).defaults.get(self._table_id(knob))
             return True if action is None else int.from_bytes(action[2][0][1], "big") != 0
         return self.ctl._each(self.ctl.clients, one)
 
@@ -158,11 +170,10 @@ class LoadBalancing:
         """The flowlet gap (µs) every switch holds, read back."""
         if self.mode != "flowlet":
             raise LbError(f"the running program is {self.mode}.p4: it has no flowlet gap")
-        table_id = self.ctl.schema.table(self.names.gap_table).preamble.id
+        knob = self.names.gap_knob
 
         def one(name: str) -> int:
-            state = self._read(name, table_id, default=True)
-            action = state.defaults.get(table_id)
+            action = self._read(name, knob).defaults.get(self._table_id(knob))
             if action is None:
                 return DEFAULT_FLOWLET_GAP_US  # never written: the program's default
             return int.from_bytes(action[2][0][1], "big")
@@ -172,10 +183,8 @@ class LoadBalancing:
         """The ports every switch tags on, read back (dlb and qdlb modes)."""
         if self.mode not in TAGGING_MODES:
             raise LbError(f"the running program is {self.mode}.p4: it tags nothing")
-        table_id = self.ctl.schema.table(self.names.tag_table).preamble.id
-
         def one(name: str) -> list[int]:
-            state = self._read(name, table_id, default=False)
+            state = self._read(name, self.names.tag_knob)
             return sorted(int.from_bytes(key[1][0][2], "big") for key in state.entries)
         return self.ctl._each(self.ctl.clients, one)
 
@@ -197,58 +206,25 @@ class LoadBalancing:
     # ---- state ---------------------------------------------------------------------------
     def _want(self, mode: str, gap_us: int, ports: list[int]) -> DeviceState:
         schema, n = self.ctl.schema, self.names
-        want = DeviceState()
         if mode == "flowlet":
-            table = schema.table(n.gap_table)
-            action = schema.action(n.gap_action)
-            param = schema.param(n.gap_action, n.gap_param)
-            want.defaults[table.preamble.id] = (
-                "action", action.preamble.id,
-                ((param.id, encode(gap_us, param.bitwidth, "flowlet gap")),))
-        elif mode in TAGGING_MODES:
-            table = schema.table(n.tag_table)
-            field = schema.match_field(n.tag_table, n.tag_field)
-            action = schema.action(n.tag_action)
-            for port in ports:
-                match = ((field.id, "exact", encode(port, field.bitwidth, "port")),)
-                want.entries[(table.preamble.id, match, 0)] = ("action", action.preamble.id, ())
-        return want
+            return knob_state(schema, n.gap_knob, default={n.gap_param: gap_us})
+        if mode in TAGGING_MODES:
+            return knob_state(schema, n.tag_knob, [((port,), {}) for port in ports])
+        return DeviceState()
 
-    def _read(self, name: str, table_id: int, *, default: bool) -> DeviceState:
-        """The table's entries, or its default action, as the switch holds them."""
-        entity = p4runtime_pb2.Entity()
-        entity.table_entry.table_id = table_id
-        entity.table_entry.is_default_action = default
-        try:
-            return add_read_entities(DeviceState(), self.ctl.clients[name].read([entity]))
-        except P4RuntimeError as err:
-            if default and err.code == "UNIMPLEMENTED":
-                return DeviceState()  # default entries unreadable here: rewriting is harmless
-            raise
+    def _table_id(self, knob: Knob) -> int:
+        return self.ctl.schema.table(knob.table).preamble.id
+
+    def _read(self, name: str, knob: Knob) -> DeviceState:
+        """The knob's entries, or its default action, as the switch holds them."""
+        return read_knob(self.ctl.clients[name], self.ctl.schema, knob)
 
     def _sync_aware(self, name: str, aware: bool) -> int:
-        schema, n = self.ctl.schema, self.names
-        table = schema.table(n.dlb_table)
-        action = schema.action(n.dlb_action)
-        param = schema.param(n.dlb_action, n.dlb_param)
-        want = DeviceState()
-        want.defaults[table.preamble.id] = (
-            "action", action.preamble.id,
-            ((param.id, encode(int(aware), param.bitwidth, "queue-aware")),))
-        have = self._read(name, table.preamble.id, default=True)
-        writes = 0
-        for batch in plan_updates(want, have):
-            self.ctl.clients[name].write(batch)
-            writes += len(batch)
-        return writes
+        n = self.names
+        want = knob_state(self.ctl.schema, n.aware_knob, default={n.dlb_param: int(aware)})
+        return sync_knob(self.ctl.clients[name], self.ctl.schema, n.aware_knob, want)
 
     def _sync(self, name: str, mode: str, gap_us: int, ports: list[int]) -> int:
-        want = self._want(mode, gap_us, ports)
-        table = self.names.gap_table if mode == "flowlet" else self.names.tag_table
-        have = self._read(name, self.ctl.schema.table(table).preamble.id,
-                          default=mode == "flowlet")
-        writes = 0
-        for batch in plan_updates(want, have):
-            self.ctl.clients[name].write(batch)
-            writes += len(batch)
-        return writes
+        knob = self.names.gap_knob if mode == "flowlet" else self.names.tag_knob
+        return sync_knob(self.ctl.clients[name], self.ctl.schema, knob,
+                         self._want(mode, gap_us, ports))

@@ -20,6 +20,8 @@ from google.rpc import code_pb2, status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from topos.errors import FabricLabError
+
 log = logging.getLogger(__name__)
 
 Update: TypeAlias = p4runtime_pb2.Update
@@ -34,7 +36,7 @@ def code_name(code: int) -> str:
         return str(code)
 
 
-class P4RuntimeError(Exception):
+class P4RuntimeError(FabricLabError):
     """A failed P4Runtime call: which device, which operation, the gRPC code and detail."""
 
     def __init__(self, device: str, operation: str, code: str, detail: str):

@@ -5,12 +5,18 @@ targets/runtime_cli.py): p4switch's own channel, or one long-lived `simple_switc
 
 **PfcWatchdog** (SONiC/Juniper-style): every `poll_s` it asks whether each
 watched (switch, port, priority) queue is paused; paused for `storm_s` without a break is a PFC
-storm (a peer that never stops pausing, or a deadlock). Action "drop": the queue's depth is set
+storm (a peer that never stops pausing, or a deadlock). Given `backlog` ((depth, packets sent)
+of a queue) it has SONiC's stricter test: stuck only if the queue also held packets and sent
+none for the whole `storm_s` (a long but moving pause is not a storm). Action "drop": the queue's depth is set
 to 0, so its traffic is dropped instead of backing up the fabric, and (given `pfc_off`) the
 queue's own PFC is switched off (`congestion.set_port_pfc`), so it stops pausing its upstream;
 after `restore_s` without pause the depth and PFC come back. Every storm and restore is
 an event with its time. Where the traffic manager pauses (`Capabilities.can_pause_queues`,
 p4switch) "paused" is its own state (`queue_stats`); on BMv2 it is what the pause agent applied.
+p4switch also has the watchdog in its traffic manager (`pfc_watchdog` on its runtime CLI,
+p4switch/switch/pfc_watchdog.py), which acts within its poll interval and drops in the data
+path; this one is for targets without it (BMv2, where a paused queue is only slowed and a
+cycle of them never deadlocks: docs/mechanisms/pfc-deadlock.md).
 
 **PauseAgent** (targets that cannot pause queues: BMv2). The program punts received PFC frames
 to the controller (`pfc_rx_mode` default `punt_pfc_frames`, i.e.
@@ -46,6 +52,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from controller.periodic import Periodic
+from mechanisms import pfc
 from targets import RuntimeCli, RuntimeCliError
 
 QueueKey = tuple[str, int, int]  # (switch, port, priority)
@@ -65,6 +72,7 @@ class _Watch:
     paused_since: float | None = None
     clear_since: float | None = None
     storming: bool = False
+    sent_at_pause: int | None = None  # packets sent when the pause began (with `backlog`)
 
 
 @dataclass
@@ -79,6 +87,8 @@ class PfcWatchdog:
     # optional: stop / resume the queue's own PFC (its pauses to the upstream) during a storm
     pfc_off: Callable[[str, int], None] | None = None
     pfc_on: Callable[[str, int], None] | None = None
+    # optional: (depth, packets sent so far) of a queue: stuck needs a backlog that never moves
+    backlog: Callable[[str, int, int], tuple[int, int]] | None = None
     poll_s: float = 0.1
     storm_s: float = 0.2
     restore_s: float = 0.2
@@ -102,7 +112,15 @@ class PfcWatchdog:
         now = self.clock()
         for key in self.queues:
             watch = self._state[key]
-            if self.is_paused(*key):
+            paused = self.is_paused(*key)
+            if paused and self.backlog is not None and not watch.storming:
+                depth, sent = self.backlog(*key)
+                if depth == 0:
+                    paused = False  # nothing waits: not stuck
+                elif sent != watch.sent_at_pause:
+                    watch.sent_at_pause = sent  # first seen, or it moved: detection restarts
+                    watch.paused_since = None
+            if paused:
                 watch.clear_since = None
                 if watch.paused_since is None:
                     watch.paused_since = now
@@ -113,7 +131,7 @@ class PfcWatchdog:
                         self.pfc_off(key[0], key[1])
                     self.events.append(WatchdogEvent(time.time(), *key, "storm"))
             else:
-                watch.paused_since = None
+                watch.paused_since = watch.sent_at_pause = None
                 if watch.clear_since is None:
                     watch.clear_since = now
                 if watch.storming and now - watch.clear_since >= self.restore_s:
@@ -132,11 +150,19 @@ class PfcWatchdog:
 
 
 def p4switch_watchdog(channels: dict[str, RuntimeCli], queues: Iterable[QueueKey],
-                      **kwargs) -> PfcWatchdog:
+                      stuck_needs_backlog: bool = False, **kwargs) -> PfcWatchdog:
     """A watchdog over queues of a traffic manager that pauses them and reports it
-    (p4switch): pause state from `queue_stats`, depth over the CLI."""
+    (p4switch): pause state (and with `stuck_needs_backlog`, depth and dequeued: SONiC's
+    test) from `queue_stats`, depth over the CLI."""
     def is_paused(switch: str, port: int, prio: int) -> bool:
         return bool(channels[switch].queue_stats(port, prio)["paused"])
+
+    def backlog(switch: str, port: int, prio: int) -> tuple[int, int]:
+        stats = channels[switch].queue_stats(port, prio)
+        return int(stats["depth"]), int(stats["dequeued"])
+
+    if stuck_needs_backlog:
+        kwargs["backlog"] = backlog
 
     def set_depth(switch: str, port: int, prio: int, depth: int) -> None:
         channels[switch].command(f"set_queue_depth {depth} {port} {prio}")
@@ -145,9 +171,12 @@ def p4switch_watchdog(channels: dict[str, RuntimeCli], queues: Iterable[QueueKey
 
 
 # ---- BMv2 pause agent ------------------------------------------------------------------------
+_PFC_TYPE_OPCODE = (pfc.ETHERTYPE_MAC_CONTROL << 16 | pfc.PFC_OPCODE).to_bytes(4, "big")
+
+
 def parse_punted_pfc(payload: bytes) -> dict[int, int] | None:
     """priority -> quanta of a punted PFC frame (the packet-in payload is the frame)."""
-    if len(payload) < 34 or payload[12:16] != b"\x88\x08\x01\x01":
+    if len(payload) < 34 or payload[12:16] != _PFC_TYPE_OPCODE:
         return None
     enabled = int.from_bytes(payload[16:18], "big")
     return {p: int.from_bytes(payload[18 + 2 * p:20 + 2 * p], "big")
@@ -195,7 +224,7 @@ class PauseAgent:
                 self.set_rate(port, prio, self.paused_pps(port, prio))
                 with self._lock:
                     self._since[key] = now
-            self.until[key] = now + q * 512 / self.link_bps
+            self.until[key] = now + pfc.pause_seconds(q, self.link_bps)
         return True
 
     def _resume(self, key: tuple[int, int], now: float) -> None:

@@ -15,9 +15,10 @@ from pathlib import Path
 from p4.config.v1 import p4info_pb2
 
 from targets import CompileError, Target, TargetError, get_target
+from topos.errors import FabricLabError
 
 
-class PipelineError(RuntimeError):
+class PipelineError(FabricLabError, RuntimeError):
     """The program could not be turned into pipeline artefacts for the target."""
 
 

@@ -16,9 +16,10 @@ from controller.p4rt import P4RuntimeClient, P4RuntimeError, WriteError
 from controller.pipeline import Pipeline
 from controller.routes import SwitchRoutes
 from controller.state import DeviceState, add_read_entities, plan_updates
+from topos.errors import FabricLabError
 
 
-class ControllerError(RuntimeError):
+class ControllerError(FabricLabError, RuntimeError):
     """Programming a switch failed: which switch, what was being written, the device's answer."""
 
     def __init__(self, switch: str, message: str):

@@ -5,12 +5,16 @@ copies (`FILE`, a P4 program or a Python module with TODOs) and `check.py`, whic
 
     TITLE, MINUTES, PREREQS, FILE    what `fabric-lab lab list` shows; FILE is the skeleton
     STEPS = [Step("name", check, "hint"), ...]
+    OWN_CONTROLS, WITHHELD      P4 labs: the controls the student's file must declare, and the
+                                p4src/include files `lab start` leaves out (fabric_lab/closedbook.py)
+    FORBIDDEN_IMPORTS           Python labs: {module: why} the answer may not import
 
 A check gets a `Work` (the student's file, compiled or imported on first use) and raises
 `StepFailed` with what it saw; the hint says where to look. The solution of lab NN-name is
 `labs/solutions/NN-name/FILE`. P4 labs run the student's program in the p4switch engine packet
-by packet (`LabSwitch`: no root, no processes), with the controller's entries written directly.
-The packets are the lab's scapy-built RoCEv2 frames (`experiments.lb.switch.roce_frame`), read
+by packet (`LabSwitch`, the experiments' `EngineSwitch`: no root, no processes), programmed as the
+controller programs a switch. The packets are the lab's scapy-built RoCEv2 frames
+(`experiments.framework.engine_switch.roce_frame`), read
 back with the lab's scapy layers. Not STF: routing's `ipv4_lpm` sits behind an action selector,
 which STF's `add` (simple_switch_CLI's table_add) cannot program, and the flowlet and ECN checks
 need a clock and queue depths the checker sets per packet.
@@ -18,7 +22,9 @@ need a clock and queue depths the checker sets per packet.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import random
 import sys
 import time
 import traceback
@@ -28,6 +34,11 @@ from functools import cached_property
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from experiments.framework.engine_switch import EngineSwitch, by_suffix, load_program
+from experiments.framework.engine_switch import roce_frame as engine_roce_frame
+from p4switch.names import suffix_matches
+from topos.errors import FabricLabError
 
 REPO = Path(__file__).resolve().parent.parent
 P4SRC = REPO / "p4src"
@@ -39,7 +50,7 @@ class StepFailed(Exception):
     """A check's verdict: what was expected and what the student's program did."""
 
 
-class LabError(Exception):
+class LabError(FabricLabError):
     """A lab that does not exist, or a file that cannot be checked."""
 
 
@@ -61,6 +72,9 @@ class Lab:
     file: str
     steps: list[Step]
     path: Path
+    own_controls: tuple[str, ...] = ()
+    withheld: tuple[str, ...] = ()
+    forbidden_imports: dict[str, str] = field(default_factory=dict)
 
     @property
     def skeleton(self) -> Path:
@@ -101,7 +115,10 @@ def labs(root: Path = LABS) -> list[Lab]:
         slug = check.parent.name
         module = _module(check, f"fabric_lab_labs_{slug.replace('-', '_')}")
         out.append(Lab(int(slug[:2]), slug, module.TITLE, module.MINUTES, module.PREREQS,
-                       module.FILE, list(module.STEPS), check.parent))
+                       module.FILE, list(module.STEPS), check.parent,
+                       tuple(getattr(module, "OWN_CONTROLS", ())),
+                       tuple(getattr(module, "WITHHELD", ())),
+                       dict(getattr(module, "FORBIDDEN_IMPORTS", {}))))
     return out
 
 
@@ -115,10 +132,17 @@ def lab(number: int) -> Lab:
 class Work:
     """The student's file as the checks see it: compiled (P4) or imported (Python) once."""
 
-    def __init__(self, lab: Lab, program: Path) -> None:
+    def __init__(self, lab: Lab, program: Path, seed: int = 0) -> None:
         self.lab = lab
         self.program = program
+        self.seed = seed  # of the hidden cases
         self.data: dict[str, Any] = {}  # what one step leaves for the next
+
+    def rng(self, case: str) -> random.Random:
+        """The random source of one hidden case: flows, values and orders no handout lists."""
+        from fabric_lab.closedbook import hidden_rng
+
+        return hidden_rng(self.seed, case)
 
     @property
     def out_dir(self) -> Path | None:
@@ -138,6 +162,10 @@ class Work:
 
     @cached_property
     def module(self) -> ModuleType:
+        from fabric_lab.closedbook import own_imports
+
+        with contextlib.suppress(SyntaxError):  # importing it below reports the error
+            own_imports(self.program, self.lab.forbidden_imports)
         try:
             return _module(self.program, f"student_{self.lab.slug.replace('-', '_')}")
         except Exception as err:  # a student's module may fail in any way when imported
@@ -155,18 +183,23 @@ class Work:
 
 
 def compiles(work: Work) -> str:
-    """The step every P4 lab starts with: the student's program compiles with the pipeline."""
+    """The step every P4 lab starts with: the student's program compiles with the pipeline,
+    and declares the lab's controls itself (closed book: not included from the reference)."""
+    from fabric_lab.closedbook import own_controls
+
     _ = work.compiled
-    return "compiled with the lab's pipeline"
+    mine = own_controls(work.program, work.lab.own_controls, work.lab.withheld)
+    return f"compiled with the lab's pipeline; {mine}"
 
 
-def run_checks(lab: Lab, program: Path, *, experiments: bool = True) -> list[StepResult]:
+def run_checks(lab: Lab, program: Path, *, experiments: bool = True,
+               seed: int = 0) -> list[StepResult]:
     """Every step of `lab` on `program`, in order; after a failed step the later ones still
     run unless the file did not even compile (or import). `experiments=False` leaves out the
-    steps that run an experiment (reported as skipped)."""
+    steps that run an experiment (reported as skipped). `seed` draws the hidden cases."""
     if not program.is_file():
         raise LabError(f"{program}: no such file")
-    work = Work(lab, program)
+    work = Work(lab, program, seed)
     results: list[StepResult] = []
     broken = False
     for step in lab.steps:
@@ -197,77 +230,28 @@ def run_checks(lab: Lab, program: Path, *, experiments: bool = True) -> list[Ste
 
 
 # ---- the p4switch engine, driven packet by packet -------------------------------------------
-def by_suffix(names: Iterable[str], suffix: str) -> str:
-    from p4switch.names import suffix_matches
-
-    matches = suffix_matches(names, suffix)
-    if len(matches) != 1:
-        raise StepFailed(f"the program must have exactly one {suffix!r}; it has "
-                         f"{matches or 'none'} (keep the lab's table and action names)")
-    return matches[0]
-
-
-class LabSwitch:
+class LabSwitch(EngineSwitch):
     """One switch running a compiled lab program with one ECMP group for 10.0.0.0/8 to
-    `ports`, set up as the controller would: hash seed, flowlet gap, DLB tagging ports."""
+    `ports`, set up as the controller would: hash seed, flowlet gap, DLB tagging ports
+    (`experiments.framework.engine_switch.EngineSwitch`); what it drops, or a name the program
+    lacks, is the check's verdict (`StepFailed`)."""
 
-    def __init__(self, compiled: Any, ports: list[int], *, seed: int = 0,
-                 flowlet_gap_us: int | None = None, host_ports: Iterable[int] = ()) -> None:
-        from experiments.lb.switch import program_single_switch
-        from p4switch.engine import EngineConfig
-        from p4switch.runtime import RuntimeState
+    dropped = StepFailed
 
-        self.ports = list(ports)
-        self.now_us = 1
-        self.model = compiled.model
-        self.state = RuntimeState(compiled.model)
-        self.engine = compiled.new_engine(self.state, EngineConfig(now_us=lambda: self.now_us))
-        self.tables = [t.name for t in self.model.tables]
-        self.actions = [a.name for a in self.model.actions]
-        program_single_switch(self.state, self.model, self.ports, seed=seed,
-                              flowlet_gap_us=flowlet_gap_us, host_ports=host_ports)
-
-    def forward(self, frame: bytes, ingress_port: int = 100) -> tuple[int, bytes]:
-        """(egress port, frame as it leaves); StepFailed when the pipeline drops it."""
-        out = self.engine.process(ingress_port, frame)
-        if not out:
-            raise StepFailed("the switch dropped a routed RoCEv2 packet")
-        return out[0]
-
-    def egress_port(self, frame: bytes, ingress_port: int = 100) -> int:
-        return self.forward(frame, ingress_port)[0]
-
-    def at_depth(self, frame: bytes, enq_qdepth: int, ingress_port: int = 100) -> bytes:
-        """The frame as it leaves after waiting in a queue `enq_qdepth` packets deep."""
-        queued = self.engine.ingress(ingress_port, frame)
-        if not queued:
-            raise StepFailed("the switch dropped a routed RoCEv2 packet in ingress")
-        out, _ = self.engine.egress(queued[0], enq_qdepth=enq_qdepth)
-        if not out:
-            raise StepFailed(f"the switch dropped the packet in egress (queue depth "
-                             f"{enq_qdepth})")
-        return out[0][1]
-
-    def insert(self, table_suffix: str, keys: tuple, action_suffix: str,
-               params: tuple = (), priority: int = 0) -> None:
-        from p4switch.cpmodel import ActionCall
-        from p4switch.runtime.entries import Entry
-
-        self.state.table(by_suffix(self.tables, table_suffix)).insert(
-            Entry(keys=keys, priority=priority,
-                  action=ActionCall(by_suffix(self.actions, action_suffix), params)))
-
-    def counter(self, suffix: str, index: int) -> int:
-        names = [c.name for c in self.model.counters]
-        return self.state.counter(by_suffix(names, suffix)).read(index)[0]
+    def lookup(self, names: Iterable[str], suffix: str) -> str:
+        try:
+            return by_suffix(names, suffix)
+        except LookupError:
+            matches = suffix_matches(names, suffix)
+            raise StepFailed(f"the program must have exactly one {suffix!r}; it has "
+                             f"{matches or 'none'} (keep the lab's table and action names)"
+                             ) from None
 
 
 def roce_frame(sport: int, *, src_ip: str = "10.0.0.1", dst_ip: str = "10.0.1.1",
                psn: int = 0, payload: int = 64, ecn: int = 2) -> bytes:
     """An RDMA WRITE ONLY frame of one queue pair (ECT(0) unless `ecn` says otherwise)."""
-    from experiments.lb.switch import roce_frame as frame
-
-    data = bytearray(frame(sport, src_ip=src_ip, dst_ip=dst_ip, psn=psn, payload=payload))
+    data = bytearray(engine_roce_frame(sport, src_ip=src_ip, dst_ip=dst_ip, psn=psn, payload=payload))
     if ecn != 2 or (data[15] & 3) != 2:
         data[15] = (data[15] & 0xFC) | ecn
         data[24:26] = b"\0\0"
@@ -284,8 +268,6 @@ def _ip_checksum(header: bytes) -> int:
 
 def reference_program(name: str) -> Any:
     """The lab's own `p4src/<name>.p4`, compiled (cached), to compare a student's program with."""
-    from experiments.lb.single_switch import load_program
-
     return load_program(name)
 
 

@@ -126,6 +126,7 @@ def _compile(pre: Preprocessed, name: str,
     try:
         prog = parse(pre, reporter)
         reporter.check()
+        assert prog is not None  # check() raised otherwise
         info = Checker(reporter).check_program(prog)
     except P4CompileError:
         raise

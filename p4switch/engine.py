@@ -219,6 +219,7 @@ class Engine:
         return self._pre.clone_targets(session & 0xFFFF)
 
     def _ingress_clone(self, ctx: PacketContext, data: bytes, port: int, meta) -> list[Queued]:
+        assert ctx.clone is not None  # the caller checked
         session, flist = ctx.clone
         targets = self._clone_targets(session)
         if not targets:
@@ -295,6 +296,7 @@ class Engine:
         return frame, new
 
     def _egress_clone(self, ctx: PacketContext, item: Queued) -> list[Queued]:
+        assert ctx.clone is not None  # the caller checked
         session, flist = ctx.clone
         targets = self._clone_targets(session)
         if not targets:

@@ -4,7 +4,7 @@
 # commands. As root it also links those commands into /usr/local/bin, which is on sudo's PATH
 # (secure_path), so `sudo fabric-lab ...` works from any shell. Waits while another package
 # manager holds apt's locks. Idempotent: a second run with nothing changed does nothing. Used by
-# `make setup` and by the Vagrantfile.
+# `make setup` and by the Vagrantfile. Also installs tshark dissectors for the lab's own headers.
 #   FABRIC_LAB_LAUNCHER_DIR  where the command links go (default /usr/local/bin)
 set -euo pipefail
 
@@ -104,7 +104,32 @@ install_launchers() {
   echo "provision: linked ${linked[*]} into $launcher_dir (on sudo's PATH)"
 }
 
+# Wireshark dissectors for the lab's own headers (reorder tag, INT; tools/wireshark): into the Lua
+# plugin folder tshark reads, for every user as root, else for the user running setup.
+install_dissectors() {
+  local src="$repo/tools/wireshark/fabric_lab.lua" which dir
+  if ! command -v tshark >/dev/null; then
+    echo "provision: no tshark; skipping the Wireshark dissectors" >&2
+    return 0
+  fi
+  which="Personal Lua Plugins"
+  [ "$(id -u)" -eq 0 ] && which="Global Lua Plugins"
+  dir=$(tshark -G folders 2>/dev/null | sed -n "s/^$which:[[:space:]]*//p")
+  if [ -z "$dir" ]; then
+    echo "provision: tshark names no '$which' folder; skipping the Wireshark dissectors" >&2
+    return 0
+  fi
+  cmp -s "$src" "$dir/fabric_lab.lua" && return 0
+  if ! install -D -m 0644 "$src" "$dir/fabric_lab.lua" 2>/dev/null; then
+    echo "provision: cannot write $dir; load the dissectors with" \
+         "tshark -X lua_script:$src" >&2
+    return 0
+  fi
+  echo "provision: Wireshark dissectors for the reorder tag and INT in $dir"
+}
+
 install_apt
+install_dissectors
 install_python
 install_launchers
 echo "provision: ready ($venv)"

@@ -19,9 +19,9 @@ from targets.base import (
 from targets.bmv2 import BMV2
 from targets.p4switch import P4SWITCH
 from targets.programs import find_program
-from targets.registry import CHOICES, DEFAULT, TARGETS, get_target
+from targets.registry import CHOICES, DEFAULT, NAMES, TARGETS, get_target
 from targets.runtime_cli import RuntimeCli, RuntimeCliError, cli_errors
 
-__all__ = ["BMV2", "CHOICES", "DEFAULT", "P4SWITCH", "TARGETS", "Capabilities", "CompileError",
+__all__ = ["BMV2", "CHOICES", "DEFAULT", "NAMES", "P4SWITCH", "TARGETS", "Capabilities", "CompileError",
            "Compiled", "RuntimeCli", "RuntimeCliError", "Target", "TargetError",
            "TargetUnavailable", "cli_errors", "find_program", "get_target"]

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from targets.programs import find_program
+from topos.errors import FabricLabError
 
 if TYPE_CHECKING:
     from p4.config.v1 import p4info_pb2
@@ -27,15 +28,15 @@ if TYPE_CHECKING:
     from topos.model import Switch
 
 
-class TargetError(ValueError):
+class TargetError(FabricLabError, ValueError):
     """An unknown target name."""
 
 
-class TargetUnavailable(RuntimeError):
+class TargetUnavailable(FabricLabError, RuntimeError):
     """The target's programs are not installed."""
 
 
-class CompileError(RuntimeError):
+class CompileError(FabricLabError, RuntimeError):
     """The target's compiler rejected the program, or is missing."""
 
 
@@ -79,6 +80,7 @@ class Target(ABC):
     requires: tuple[str, ...]
     caps: Capabilities
     switch_options: tuple[str, ...] = ()
+    log_level: str | None = None  # -L/--log-level of both switches (trace: every table hit)
     # where `--cpu-port` and `switch_options` go: after `--` (simple_switch_grpc's target
     # options) or before it
     target_options_after_separator: ClassVar[bool] = False
@@ -114,9 +116,11 @@ class Target(ABC):
         argv += ["--device-id", str(switch.device_id), "--thrift-port", str(switch.thrift_port)]
         if not late:
             argv += cpu
-        if pcap_dir is not None:
-            argv += ["--pcap", str(pcap_dir)]
-        if log_console:
+        if pcap_dir is not None:  # one token: a separate one would be taken as the program
+            argv.append(f"--pcap={pcap_dir}")
+        if self.log_level is not None:
+            argv += ["--log-level", self.log_level]
+        if log_console or self.log_level is not None:  # the log goes to the switch's log file
             argv.append("--log-console")
         argv += [*extra, "--no-p4", "--", "--grpc-server-addr", switch.grpc_addr]
         return [*argv, *cpu, *model] if late else argv
@@ -135,6 +139,9 @@ class Target(ABC):
         """This target with a traffic manager that ignores received PFC frames (unchanged
         where queues cannot pause)."""
         return self
+
+    def with_log_level(self, level: str | None) -> Target:
+        return dataclasses.replace(self, log_level=level)
 
     def with_options(self, *options: str) -> Target:
         return dataclasses.replace(self, switch_options=(*self.switch_options, *options))

@@ -9,7 +9,8 @@ from targets.p4switch import P4SWITCH
 
 TARGETS: dict[str, Target] = {t.name: t for t in (P4SWITCH, BMV2)}
 DEFAULT = P4SWITCH
-CHOICES = ("auto", *TARGETS)  # what a `--target` option accepts
+NAMES: tuple[str, ...] = tuple(TARGETS)  # every target by name
+CHOICES: tuple[str, ...] = ("auto", *NAMES)  # what a `--target` option accepts
 
 
 def get_target(target: Target | str = "auto") -> Target:

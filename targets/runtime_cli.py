@@ -31,10 +31,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
 
+from topos.errors import FabricLabError
 from topos.mininet.procs import spawn
 
 
-class RuntimeCliError(RuntimeError):
+class RuntimeCliError(FabricLabError, RuntimeError):
     """A runtime-CLI command failed, or the switch's CLI could not be reached."""
 
 

@@ -26,6 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from topos.errors import FabricLabError
 from topos.model import FabricSpec, Link, Switch
 
 POLICIES = ("fabric", "switch")
@@ -35,7 +36,7 @@ UNIT_WORDS = {"rail": "whole rails", "group": "whole segments/groups", "plane": 
               "tier": "slices of the lowest tier"}
 
 
-class PlacementError(ValueError):
+class PlacementError(FabricLabError, ValueError):
     """A bad server list or placement policy."""
 
 

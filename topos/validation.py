@@ -8,13 +8,14 @@ from collections import Counter
 from collections.abc import Iterable
 
 from topos.addressing import IFNAMSIZ
+from topos.errors import FabricLabError
 from topos.model import CPU_PORT, DROP_PORT, FabricSpec
 
 _MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 _BAD_IFNAME = re.compile(r"[\s/:]")
 
 
-class FabricError(ValueError):
+class FabricError(FabricLabError, ValueError):
     """A fabric failed validation; `problems` lists every problem found."""
 
     def __init__(self, fabric: str, problems: list[str]):

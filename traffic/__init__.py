@@ -1,6 +1,6 @@
 """RoCEv2 traffic for the lab: framing, senders, receivers and collectives.
 
-Python API (the `fabric-lab traffic` command is a thin layer over it):
+Python API (the tool, `python -m traffic` / `fabric-lab traffic`, is `traffic.command`):
 - `traffic.headers`: scapy layers RETH and ReorderTag (the DLB tag), bound into scapy.
 - `traffic.frames`: `build_frame`, ICRC (`compute_icrc`, `icrc_ok`), `FrameTemplate`, tag add/strip.
 - `traffic.sender`: `SenderConfig` + `QueuePairConfig` -> `run_sender()` -> `SendResult`.
@@ -10,6 +10,7 @@ Python API (the `fabric-lab traffic` command is a thin layer over it):
 - `traffic.collectives`: schedules, rank placement (topology-aware ring, BiGraph HDRM, link
   conflicts) and `run_collective()` over hosts.
 - `traffic.hosts` (where processes run: netns, Mininet, pid), `traffic.agent`/`traffic.worker`
-  (drive senders/receivers inside hosts), `traffic.netns` (standalone testbeds),
+  (drive senders/receivers inside hosts), `traffic.paced` (paced flows through the host's UDP
+  stack, per-packet arrival records), `traffic.netns` (standalone testbeds),
   `traffic.impair` (deterministic loss/reorder/ECN/corruption relay).
 """

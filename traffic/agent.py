@@ -1,4 +1,5 @@
-"""Controller side of `traffic.worker`: start workers in hosts and run sends/receives in them."""
+"""Controller side of `traffic.worker`: start workers (`python -m traffic worker`) in hosts and
+run sends/receives in them."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from topos.errors import FabricLabError
 from topos.mininet.procs import wait_readable
 from traffic.hosts import Host, python_argv
 
 START_S_PER_WORKER = 0.25  # start_many's deadline grows by this per worker (~0.2 s CPU each)
 
 
-class AgentError(RuntimeError):
+class AgentError(FabricLabError, RuntimeError):
     pass
 
 
@@ -32,7 +34,7 @@ class Agent:
         # a file, not a pipe: a full pipe would stall the worker
         self._err = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
         try:
-            self.proc = host.popen(python_argv("traffic.worker"), stdin=subprocess.PIPE,
+            self.proc = host.popen(python_argv("traffic", "worker"), stdin=subprocess.PIPE,
                                    stdout=subprocess.PIPE, stderr=self._err, bufsize=0)
         except BaseException:
             self._err.close()

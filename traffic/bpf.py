@@ -11,8 +11,17 @@ import socket
 import struct
 from typing import Any
 
-from traffic.headers import ACK, CNP, TAG_IP_PROTO
-from traffic.wire import ETH_TYPE_AT, IP_PROTO_AT, IP_VER_IHL_AT, IPV4_NO_OPTIONS, PLAIN, TAGGED
+from traffic.headers import ACK, CNP, INT_IP_PROTO, TAG_IP_PROTO
+from traffic.wire import (
+    ETH_TYPE_AT,
+    IP_PROTO_AT,
+    IP_VER_IHL_AT,
+    IPV4_NO_OPTIONS,
+    PLAIN,
+    TAG,
+    TAG_AT,
+    TAGGED,
+)
 
 SO_ATTACH_FILTER = 26
 _LD_W_ABS, _LD_H_ABS, _LD_B_ABS = 0x20, 0x28, 0x30
@@ -62,13 +71,19 @@ def _incoming_then(prog: list[Step], for_this_host: bool = False) -> list[Insn]:
     return _assemble([*head, *prog, "drop", (_RET_K, _DROP), "accept", (_RET_K, _ACCEPT)])
 
 
+TAG_NEXT_PROTO_AT = TAG_AT + TAG["next_proto"].at
+
+
 def roce_receiver_filter(udp_port: int = 4791) -> list[Insn]:
-    """Incoming IPv4 (no options) to UDP `udp_port` for this host, with or without the tag."""
+    """Incoming IPv4 (no options) to UDP `udp_port` for this host, with or without the tag;
+    and whatever carries the INT shim (after IPv4 or the tag), which the receiver strips."""
     return _incoming_then([
         (_LD_H_ABS, ETH_TYPE_AT), (_JEQ_K, _ETHERTYPE_IPV4, "next", "drop"),
         (_LD_B_ABS, IP_VER_IHL_AT), (_JEQ_K, IPV4_NO_OPTIONS, "next", "drop"),
         (_LD_B_ABS, IP_PROTO_AT), (_JEQ_K, _UDP, "udp", "next"),
+        (_JEQ_K, INT_IP_PROTO, "accept", "next"),
         (_JEQ_K, TAG_IP_PROTO, "next", "drop"),
+        (_LD_B_ABS, TAG_NEXT_PROTO_AT), (_JEQ_K, INT_IP_PROTO, "accept", "next"),
         (_LD_H_ABS, TAGGED.dport.start), (_JEQ_K, udp_port, "accept", "drop"),
         "udp", (_LD_H_ABS, PLAIN.dport.start), (_JEQ_K, udp_port, "accept", "drop"),
     ], for_this_host=True)

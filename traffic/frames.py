@@ -26,6 +26,7 @@ from traffic.headers import (
     AETH,
     BTH,
     CNP,
+    INT_IP_PROTO,
     RETH,
     RETH_OPCODES,
     ROCE_UDP_PORT,
@@ -39,6 +40,8 @@ from traffic.wire import (
     BTH_LEN,
     ETH_LEN,
     ICRC_LEN,
+    INT_SHIM,
+    INT_SHIM_LEN,
     IP_HEADER,
     IP_IHL_MASK,
     IP_PROTO_AT,
@@ -50,6 +53,7 @@ from traffic.wire import (
     TAGGED,
     UDP_HDR,
     UDP_LEN,
+    int_shim_len,
 )
 
 ECN_NOT_ECT, ECN_ECT1, ECN_ECT0, ECN_CE = 0, 1, 2, 3
@@ -86,8 +90,10 @@ def build_frame(
     becn: bool = False,
     syndrome: int = 0,
     msn: int = 0,
+    int_hops: int = 0,
 ) -> bytes:
-    """A complete frame (no FCS) with a correct ICRC; `tag` = (flow_id, seq) adds the shim."""
+    """A complete frame (no FCS) with a correct ICRC; `tag` = (flow_id, seq) adds the reorder
+    tag, `int_hops` > 0 the INT shim asking for that many records (after the tag)."""
     bth = BTH(opcode=opcode, dqpn=ep.dqpn, psn=psn & 0xFFFFFF, ackreq=int(ackreq), becn=int(becn))
     if opcode in RETH_OPCODES:
         bth = bth / RETH(va=va, rkey=rkey, dlen=dlen)
@@ -101,6 +107,8 @@ def build_frame(
     # UDP checksum 0 (allowed on IPv4, as RoCE NICs send) keeps per-packet patching cheap.
     l4 = UDP(sport=ep.sport, dport=ROCE_UDP_PORT, chksum=0) / bth
     plain = bytes(Ether(src=ep.src_mac, dst=ep.dst_mac) / ip / l4)
+    if int_hops:
+        plain = add_int_shim(plain, int_hops)
     if tag is None:
         return plain
     return add_tag(plain, tag[0], tag[1], tag_flags)
@@ -113,6 +121,8 @@ _UDP_CHKSUM = UDP_HDR["chksum"].span
 _TAG_SEQ = TAG["seq"].span
 # next_proto, flags, flow_id, seq: whole-byte fields back to back, packed in one call
 _TAG_STRUCT = struct.Struct("!" + "".join({1: "B", 2: "H", 4: "I"}[f.size] for f in TAG.fields.values()))
+# next_proto, flags, max_hops, hop_count: the INT shim's fixed part
+_INT_STRUCT = struct.Struct("!" + "".join({1: "B", 2: "H"}[f.size] for f in INT_SHIM.fields.values()))
 # The ICRC's masked headers end with BTH's first 8 bytes; the ACK-request byte and on are
 # covered as they are (with the payload).
 _BTH_MASKED = BTH_ACKREQ_AT
@@ -132,6 +142,27 @@ def add_tag(frame: bytes | bytearray, flow_id: int, seq: int, flags: int = TAG_F
     set_ipv4_checksum(ip)
     shim = _TAG_STRUCT.pack(proto, flags, flow_id & 0xFFFF, seq & 0xFFFFFFFF)
     return bytes(frame[:ETH_LEN]) + bytes(ip) + shim + frame[ETH_LEN + ihl :]
+
+
+def add_int_shim(frame: bytes | bytearray, max_hops: int) -> bytes:
+    """Ask for in-band telemetry: the INT shim (no records yet) after the IPv4 header, or after
+    the reorder tag if the frame has one (protocol chain and IPv4 length updated)."""
+    if not 0 < max_hops < 256:
+        raise ValueError(f"INT records asked for must be 1..255, got {max_hops}")
+    ihl = _ihl_bytes(frame)
+    ip = bytearray(frame[ETH_LEN : ETH_LEN + ihl])
+    at = ETH_LEN + ihl
+    if ip[_IP_PROTO] == TAG_IP_PROTO:
+        before = bytearray(frame[at : at + TAG_LEN])
+        proto, before[0] = before[0], INT_IP_PROTO  # the tag's next_proto
+        at += TAG_LEN
+    else:
+        before = bytearray()
+        proto, ip[_IP_PROTO] = ip[_IP_PROTO], INT_IP_PROTO
+    ip[_IP_LEN] = (int.from_bytes(ip[_IP_LEN], "big") + INT_SHIM_LEN).to_bytes(2, "big")
+    set_ipv4_checksum(ip)
+    shim = _INT_STRUCT.pack(proto, 0, max_hops, 0)  # no flags, no records yet
+    return bytes(frame[:ETH_LEN]) + bytes(ip) + bytes(before) + shim + bytes(frame[at:])
 
 
 def strip_tag(frame: bytes) -> bytes:
@@ -155,7 +186,8 @@ def set_ipv4_checksum(ip: bytearray) -> None:
 
 
 def _masked_headers(frame: bytes | bytearray | memoryview) -> tuple[bytes, int]:
-    """Pseudo-LRH + masked IPv4/UDP/BTH[0:8] of the untagged packet, and where BTH byte 8 is."""
+    """Pseudo-LRH + masked IPv4/UDP/BTH[0:8] of the packet without tag and INT shim, and where
+    BTH byte 8 is."""
     ihl = _ihl_bytes(frame)
     ip = bytearray(frame[ETH_LEN : ETH_LEN + ihl])
     l4 = ETH_LEN + ihl
@@ -163,6 +195,11 @@ def _masked_headers(frame: bytes | bytearray | memoryview) -> tuple[bytes, int]:
         ip[_IP_PROTO] = frame[l4]  # the tag's next_proto
         ip[_IP_LEN] = (int.from_bytes(ip[_IP_LEN], "big") - TAG_LEN).to_bytes(2, "big")
         l4 += TAG_LEN
+    if ip[_IP_PROTO] == INT_IP_PROTO:  # the INT shim and its records: not covered either
+        shim = int_shim_len(frame, l4)
+        ip[_IP_PROTO] = frame[l4]
+        ip[_IP_LEN] = (int.from_bytes(ip[_IP_LEN], "big") - shim).to_bytes(2, "big")
+        l4 += shim
     ip[_IP_TOS] = 0xFF  # TOS (DSCP + ECN)
     ip[_IP_TTL] = 0xFF
     ip[_IP_CHKSUM] = b"\xff\xff"
@@ -195,7 +232,8 @@ class FrameTemplate:
     `render()` returns the template's own bytearray: send it before rendering the next packet.
     """
 
-    __slots__ = ("_head_crc", "_icrc_at", "_rest", "_stamp_at", "_tag_at", "buf", "psn_at")
+    __slots__ = ("_head_crc", "_icrc_at", "_rest", "_stamp_at", "_tag_at", "buf", "payload_at",
+                 "psn_at")
 
     def __init__(self, frame: bytes, *, stamped: bool) -> None:
         self.buf = bytearray(frame)
@@ -209,12 +247,21 @@ class FrameTemplate:
         self._tag_at = ETH_LEN + ihl + _TAG_SEQ.start if tagged else -1
         bth = rest - _BTH_MASKED
         payload_at = bth + BTH_LEN + (RETH_LEN if self.buf[bth] in RETH_OPCODES else 0)
+        self.payload_at = payload_at
         if stamped and self._icrc_at - payload_at < STAMP_LEN:
             raise ValueError("a stamped frame needs at least 8 payload bytes")
         self._stamp_at = payload_at if stamped else -1
 
-    def render(self, psn: int, ackreq: bool = False, seq: int = 0, stamp_ns: int = 0) -> bytearray:
+    @property
+    def payload_len(self) -> int:
+        return self._icrc_at - self.payload_at
+
+    def render(self, psn: int, ackreq: bool = False, seq: int = 0, stamp_ns: int = 0,
+               payload: bytes | bytearray | None = None) -> bytearray:
+        """`payload`: new payload bytes (payload_len of them), written before the stamp."""
         buf = self.buf
+        if payload is not None:
+            buf[self.payload_at : self._icrc_at] = payload
         at = self.psn_at
         buf[at : at + 4] = ((psn & 0xFFFFFF) | (0x80000000 if ackreq else 0)).to_bytes(4, "big")
         if self._tag_at >= 0:

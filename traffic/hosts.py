@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from topos.errors import FabricLabError
 from topos.mininet.procs import spawn
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -95,7 +96,7 @@ class MininetHost:
         return self.node.popen(argv, **kwargs)
 
 
-class HostSpecError(ValueError):
+class HostSpecError(FabricLabError, ValueError):
     pass
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass, field
 
+from topos.errors import FabricLabError
 from traffic.hosts import NetnsHost
 
 
-class TestbedError(RuntimeError):
+class TestbedError(FabricLabError, RuntimeError):
     pass
 
 

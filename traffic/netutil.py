@@ -11,6 +11,8 @@ import struct
 import time
 from pathlib import Path
 
+from topos.errors import FabricLabError
+
 ETH_P_ALL = 0x0003
 ETH_P_IP = 0x0800
 SIOCGIFADDR = 0x8915
@@ -23,7 +25,7 @@ SO_RCVBUFFORCE = 33
 PR_SET_TIMERSLACK = 29
 
 
-class NetError(RuntimeError):
+class NetError(FabricLabError, RuntimeError):
     """A missing interface, address or neighbour: the message says which."""
 
 

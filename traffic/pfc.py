@@ -17,20 +17,11 @@ from typing import Any
 from scapy.contrib.mac_control import MACControlClassBasedFlowControl
 from scapy.layers.l2 import Ether
 
+from mechanisms.pfc import ETHERTYPE_MAC_CONTROL, PFC_DST_MAC, PFC_OPCODE, pause_seconds
 from traffic import bpf, netutil
 from traffic.wire import ETH_LEN, ETH_TYPE_AT, PFC_ENABLE_AT, PFC_LEN, PFC_OPCODE_AT, PFC_TIMES_AT
 
-PFC_DST_MAC = "01:80:c2:00:00:01"
-ETHERTYPE_MAC_CONTROL = 0x8808
-PFC_OPCODE = 0x0101
-QUANTUM_BITS = 512
 MIN_FRAME = 60
-
-
-def pause_seconds(quanta: int, link_bps: float) -> float:
-    if link_bps <= 0:
-        raise ValueError(f"link rate must be > 0 b/s, got {link_bps}")
-    return quanta * QUANTUM_BITS / link_bps
 
 
 def build_pause(src_mac: str, quanta: dict[int, int]) -> bytes:

@@ -1,6 +1,7 @@
 """RoCEv2 receiver: per-QP goodput, loss, reordering, ECN/CNP, reorder buffer, message FCT.
 
 Flows are keyed by (source IP, destination QPN). For every data packet the receiver
+- strips in-band telemetry records (`traffic.inband`) and keeps them per QP,
 - verifies the ICRC (after stripping the DLB tag) and drops the packet if it is wrong,
 - tracks PSNs: a jump ahead records the skipped PSNs as missing; an arrival below the highest
   PSN seen fills one of them (out of order, distance = highest - PSN) or is a duplicate,
@@ -28,7 +29,7 @@ import socket
 import time
 from collections.abc import Callable
 
-from traffic import bpf, netutil
+from traffic import bpf, netutil, payload
 from traffic.frames import (
     ECN_CE,
     ECN_NOT_ECT,
@@ -43,10 +44,12 @@ from traffic.headers import (
     ACK,
     CNP,
     DATA_OPCODES,
+    INT_IP_PROTO,
     RETH_OPCODES,
     STARTS_MESSAGE,
     TAG_IP_PROTO,
 )
+from traffic.inband import IntReport, int_shim_at, strip_int
 from traffic.receiver_config import ExpectedFlow, ReceiverConfig
 from traffic.receiver_flow import Delivery, FlowState
 from traffic.results import Bin, QPRecvResult, RecvResult
@@ -68,6 +71,8 @@ from traffic.wire import (
 
 __all__ = ["ExpectedFlow", "Receiver", "ReceiverConfig", "run_receiver"]
 
+_SHIM_PROTOS = (TAG_IP_PROTO, INT_IP_PROTO)  # IPv4 protocols an INT shim can follow or be
+
 
 class Receiver:
     def __init__(self, config: ReceiverConfig,
@@ -78,6 +83,7 @@ class Receiver:
             raise ValueError("; ".join(problems))
         self.cfg = config
         self._verify_icrc, self._bin_s = config.verify_icrc, config.bin_s  # read per packet
+        self._check_payload = config.check_payload
         self.on_progress = on_progress
         self.progress_s = progress_s
         self._stop = False
@@ -101,7 +107,8 @@ class Receiver:
             self.close()
             raise
         self._tx = self.ports[0][1]  # where replies go: the port the data came in on
-        self._sinks = netutil.kernel_sinks(TAG_IP_PROTO)
+        # raw sockets for both shims' protocols (the second call's RoCE UDP socket is held)
+        self._sinks = netutil.kernel_sinks(TAG_IP_PROTO) + netutil.kernel_sinks(INT_IP_PROTO)
         self.flows: dict[tuple[bytes, int], FlowState] = {}
         self._icrc = IcrcChecker()
         self._expect = {(socket.inet_aton(e.src_ip), e.qpn): e.bytes for e in config.expect}
@@ -173,7 +180,15 @@ class Receiver:
         return self._result(now - start, partial=False)
 
     def _on_frame(self, frame: memoryview, now: float) -> None:
-        """One received frame: decode -> (go-back-N admission) -> account -> reply -> reorder."""
+        """One received frame: (INT records stripped) -> decode -> (go-back-N admission) ->
+        account -> reply -> reorder."""
+        telemetry = None
+        if frame[IP_PROTO_AT] in _SHIM_PROTOS and int_shim_at(frame) >= 0:
+            try:
+                stripped, telemetry = strip_int(frame)
+            except ValueError:  # records cut short: not a packet the sender built
+                return
+            frame = memoryview(stripped)
         decoded = self._decode(frame)
         if decoded is None:
             return
@@ -184,6 +199,8 @@ class Receiver:
         accounted = self._account(flow, frame, at, opcode, ext, tag_seq, now)
         if accounted is None:  # a duplicate
             return
+        if telemetry is not None:  # counted like `packets`: accepted, no duplicates
+            _record_int(flow.res, telemetry)
         binr, gap, ce, payload = accounted
         if ce or gap or (rc is None and frame[at.ackreq] & BTH_ACKREQ_MASK):  # may need a reply
             self._answer(flow, frame, at, binr, gap, ce, tag_seq, now)
@@ -255,6 +272,8 @@ class Receiver:
             res.duplicates += 1
             return None
         payload = len(frame) - at.min_len - (RETH_LEN if opcode in RETH_OPCODES else 0)
+        if self._check_payload:
+            self._check(flow, frame, at, opcode, payload)
         res.packets += 1
         res.bytes += payload
         binr.rx_packets += 1
@@ -271,6 +290,17 @@ class Receiver:
             res.ce_marked += 1
             binr.ce_marked += 1
         return binr, gap, ce, payload
+
+    def _check(self, flow: FlowState, frame: memoryview, at: RoceLayout, opcode: int,
+               length: int) -> None:
+        """Compare the payload with the pattern its QP and PSN stand for (traffic.payload)."""
+        start = at.bth_end + (RETH_LEN if opcode in RETH_OPCODES else 0)
+        got = frame[start : start + length]
+        want = payload.expected(flow.res.qpn, int.from_bytes(frame[at.psn], "big"), length)
+        skip = STAMP_LEN if opcode in STARTS_MESSAGE else 0
+        if got[skip:] != want[skip:]:
+            flow.res.wrong_packets += 1
+            flow.res.wrong_elements += payload.wrong_elements(got, want, skip)
 
     def _answer(self, flow: FlowState, frame: memoryview, at: RoceLayout, binr: Bin, gap: int,
                 ce: bool, tag_seq: int, now: float) -> None:
@@ -379,6 +409,17 @@ class Receiver:
         if flow.delivered_seqs is None:
             raise ValueError("delivery order is kept only with record_delivery=True")
         return flow.delivered_seqs
+
+
+def _record_int(res: QPRecvResult, report: IntReport) -> None:
+    res.int_packets += 1
+    res.int_hops = [hop.to_dict() for hop in report.hops]
+    deepest = res.int_qdepth_max
+    for i, hop in enumerate(report.hops):
+        if i == len(deepest):
+            deepest.append(hop.qdepth)
+        elif hop.qdepth > deepest[i]:
+            deepest[i] = hop.qdepth
 
 
 def _mac(b: memoryview) -> str:

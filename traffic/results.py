@@ -130,6 +130,14 @@ class QPRecvResult:
     reorder_occupancy_max: int = 0
     reorder_skipped: int = 0  # holes the reorder buffer gave up on (lost packets)
     delivered: int = 0  # packets the reorder buffer released in order
+    # check_payload (traffic.payload): packets and 4-byte elements whose payload was wrong
+    wrong_packets: int = 0
+    wrong_elements: int = 0
+    # in-band telemetry (traffic.inband): packets that carried records, the last one's records
+    # (path order, IntHop fields) and the deepest queue seen at each hop of the path
+    int_packets: int = 0
+    int_hops: list[dict[str, int]] = field(default_factory=list)
+    int_qdepth_max: list[int] = field(default_factory=list)
     messages: list[MessageResult] = field(default_factory=list)
     bins: dict[int, Bin] = field(default_factory=dict)
 

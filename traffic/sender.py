@@ -26,15 +26,15 @@ import signal
 import time
 from collections.abc import Callable
 
-from traffic import bpf, netutil
+from traffic import bpf, netutil, payload
 from traffic.dcqcn import Dcqcn, DcqcnParams
 from traffic.frames import ECN_ECT0, ECN_NOT_ECT, Endpoints, FrameTemplate, build_frame
 from traffic.gbn import PSN_MASK, Requester, is_nak
-from traffic.headers import ACK, CNP
+from traffic.headers import ACK, CNP, INT_MAX_HOPS
 from traffic.pfc import PauseState
 from traffic.results import QPSendResult, SendResult
 from traffic.sender_config import VERBS, QueuePairConfig, SenderConfig
-from traffic.wire import ETH_LEN, IP_SRC, roce_layout
+from traffic.wire import ETH_LEN, INT_HOP_LEN, IP_SRC, roce_layout
 
 __all__ = ["QueuePairConfig", "Sender", "SenderConfig", "run_sender"]
 
@@ -51,6 +51,7 @@ class _QP:
         self.dcqcn = dcqcn
         self.rate = cfg.rate_bps
         self.plan = _message_plan(cfg, ep, mtu)
+        self.lengths = [t.payload_len for t in self.plan]
         total = None if cfg.messages is None else cfg.messages * len(self.plan)
         self.gbn = Requester(total, sender.rto_s, sender.max_retries)
         self.reliable = sender.go_back_n
@@ -80,7 +81,8 @@ def _message_plan(cfg: QueuePairConfig, ep: Endpoints, mtu: int) -> list[FrameTe
     first_len = min(size, mtu)
 
     def template(op: int, length: int, stamped: bool) -> FrameTemplate:
-        frame = build_frame(ep, op, 0, bytes(length), dlen=size, rkey=cfg.qpn, tag=tag)
+        frame = build_frame(ep, op, 0, bytes(length), dlen=size, rkey=cfg.qpn, tag=tag,
+                            int_hops=cfg.int_hops)
         return FrameTemplate(frame, stamped=stamped)
 
     if n == 1:
@@ -119,7 +121,9 @@ class Sender:
                 dc = Dcqcn(params, qc.rate_bps)
             self.qps.append(_QP(qc, ep, config.mtu_payload, dc, config))
         mtu = netutil.interface_mtu(config.iface)
-        biggest = max(len(t.buf) for q in self.qps for t in q.plan) - ETH_LEN
+        # INT records grow a packet on its way: it must still fit the links' MTU at the end
+        biggest = max(len(t.buf) + min(q.cfg.int_hops, INT_MAX_HOPS) * INT_HOP_LEN
+                      for q in self.qps for t in q.plan) - ETH_LEN
         if biggest > mtu:
             raise ValueError(f"packets of {biggest} B (IPv4) exceed the MTU {mtu} of "
                              f"{config.iface}: lower the payload per packet "
@@ -159,6 +163,8 @@ class Sender:
         send = self.tx.send
         prio = cfg.priority
         max_burst = cfg.max_burst_s
+        patterned, corrupt_every = cfg.pattern, cfg.corrupt_every
+        data: bytes | bytearray | None = None
         was_paused = False
         count = 0
         while active and not self._stop:
@@ -196,7 +202,12 @@ class Sender:
                     qp.stamps[message] = stamp
                     qp.stamps.pop(message - 2, None)
             ackreq = last or (qp.reliable and (psn + 1) % qp.ack_every == 0)
-            buf = plan[i].render(psn & PSN_MASK, ackreq, psn, stamp)
+            if patterned:
+                data = payload.expected(qp.cfg.qpn, psn, qp.lengths[i])
+                if corrupt_every and (count + 1) % corrupt_every == 0:
+                    data = bytearray(data)
+                    data[-1] ^= 0xFF  # the last byte: never the send stamp
+            buf = plan[i].render(psn & PSN_MASK, ackreq, psn, stamp, data)
             try:
                 send(buf)
             except OSError as e:  # a full qdisc (tc shaping): wait, as a NIC's send queue does

@@ -18,6 +18,8 @@ from traffic.headers import (
     WRITE_ONLY,
 )
 
+MAX_INT_HOPS = 255  # the shim's max_hops byte (switches stop at their own limit, 5)
+
 VERBS = {
     "write": (WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY),
     "send": (SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_ONLY),
@@ -35,6 +37,7 @@ class QueuePairConfig:
     dst_mac: str | None = None  # default: from the neighbour table
     verb: str = "write"
     tag: bool = False  # add the DLB reorder tag (flow id = qpn mod 65536, seq from 0)
+    int_hops: int = 0  # > 0: ask the switches for in-band telemetry, up to this many records
 
     def problems(self) -> list[str]:
         out = []
@@ -50,6 +53,8 @@ class QueuePairConfig:
             out.append(f"{name}: message count must be > 0, got {self.messages}")
         if self.sport is not None and not 0 < self.sport < 65536:
             out.append(f"{name}: UDP source port must be 1..65535, got {self.sport}")
+        if not 0 <= self.int_hops <= MAX_INT_HOPS:
+            out.append(f"{name}: INT records must be 0..{MAX_INT_HOPS}, got {self.int_hops}")
         if self.verb not in VERBS:
             out.append(f"{name}: verb must be one of {sorted(VERBS)}, got {self.verb!r}")
         try:
@@ -83,6 +88,10 @@ class SenderConfig:
     ack_every: int = 16  # ask for an ACK every this many packets (and at each message's end)
     rto_s: float = 0.5  # retransmission timeout (doubles per consecutive expiry)
     max_retries: int = 7  # consecutive timeouts before the QP gives up
+    pattern: bool = False  # payloads carry traffic.payload's pattern (receivers can check it)
+    # flip one payload byte of every Nth packet before its ICRC is computed: data wrong at the
+    # source, which the network cannot notice (tests of the receivers' payload check)
+    corrupt_every: int = 0
 
     def problems(self) -> list[str]:
         out = [p for qp in self.qps for p in qp.problems()]
@@ -90,6 +99,8 @@ class SenderConfig:
             out.append(f"ACK interval must be > 0 packets, got {self.ack_every}")
         if self.rto_s <= 0:
             out.append(f"retransmission timeout must be > 0 s, got {self.rto_s}")
+        if self.corrupt_every < 0:
+            out.append(f"corrupt_every must be >= 0 packets, got {self.corrupt_every}")
         if self.max_retries < 0:
             out.append(f"retry count must be >= 0, got {self.max_retries}")
         if not self.qps:

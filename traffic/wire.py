@@ -22,7 +22,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet
 
-from traffic.headers import AETH, BTH, RETH, TAG_IP_PROTO, CNPPadding, ReorderTag
+from traffic.headers import AETH, BTH, RETH, TAG_IP_PROTO, CNPPadding, IntHop, IntShim, ReorderTag
 
 
 class FieldAt(NamedTuple):
@@ -95,6 +95,8 @@ RETH_HDR = Layout(RETH)
 AETH_HDR = Layout(AETH)
 CNP_PAD = Layout(CNPPadding)
 PFC = Layout(MACControlClassBasedFlowControl)
+INT_SHIM = Layout(IntShim)  # the fixed part: next_proto, flags, max_hops, hop_count
+INT_HOP = Layout(IntHop)
 
 ETH_LEN = ETHER.length
 IPV4_LEN = IPV4.length
@@ -106,6 +108,8 @@ AETH_LEN = AETH_HDR.length
 CNP_PAD_LEN = CNP_PAD.length
 ICRC_LEN = BTH_HDR.trailers["icrc"]
 PFC_LEN = PFC.length
+INT_SHIM_LEN = INT_SHIM.length
+INT_HOP_LEN = INT_HOP.length
 
 # Ethernet, absolute.
 ETH_DST = ETHER["dst"].span
@@ -151,6 +155,12 @@ PFC_ENABLE_AT = ETH_LEN + PFC["c0_enabled"].at  # c7..c0 enable bits, c0 the low
 PFC_TIMES_AT = ETH_LEN + PFC["c0_pause_time"].at  # c0..c7 pause times, 16 bits each
 if [PFC[f"c{p}_pause_time"].at for p in range(8)] != [PFC["c0_pause_time"].at + 2 * p for p in range(8)]:
     raise ValueError("PFC: pause times c0..c7 are expected consecutive 16-bit fields")
+
+
+
+def int_shim_len(frame: bytes | bytearray | memoryview, at: int) -> int:
+    """Bytes of the INT shim starting at `at`, its records included."""
+    return INT_SHIM_LEN + frame[at + INT_SHIM["hop_count"].at] * INT_HOP_LEN
 
 
 class RoceLayout(NamedTuple):

@@ -1,6 +1,6 @@
 """A sender/receiver process driven by JSON lines, so a controller can run many flows in a host.
 
-    python -m traffic.worker
+    python -m traffic worker        (what `traffic.agent.Agent` starts)
 stdin, one request per line:
     {"op": "send", "config": {SenderConfig fields, "qps": [QueuePairConfig fields...]}}
     {"op": "recv", "config": {ReceiverConfig fields, "expect": [ExpectedFlow fields...]}}

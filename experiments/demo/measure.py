@@ -2,7 +2,7 @@
 
 From the receivers' records and 10 ms bins:
 - **loss window**: the receiver's silences that lost packets, starting within the stage's failure
-  (`experiments.failover.measure.loss_window`; for a silent drop the span of its losses);
+  (`experiments.framework.recovery.loss_window`; for a silent drop the span of its losses);
 - **outage**: the longest run of 10 ms bins without a single packet between the failure and the
   restore: what the timeline shows; a flow silent until the restore has no loss window yet (no
   packet after its silence) but an outage as long as the failure;
@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from experiments.demo.stages import Stage
-from experiments.failover.measure import loss_window
+from experiments.framework.recovery import loss_window
 
 MIN_RATE = 0.25  # of the nominal packets: delivering at all
 MAX_LOSS = 0.05  # of the packets sent in the window: not losing

@@ -35,13 +35,14 @@ from experiments.demo.plot import (
 )
 from experiments.demo.stages import DEFAULT_KINDS, EventLog, Stage, plan_stages, run_stages
 from experiments.demo.view import LiveView
-from experiments.failover.lab import FailoverLab, FlowRun
-from experiments.failover.measure import loss_window
+from experiments.framework.failover_lab import FailoverLab, FlowRun
+from experiments.framework.recovery import loss_window
 from experiments.framework.results import ResultDir, allocate
 from topos import FabricSpec, build_fabric
+from topos.errors import FabricLabError
 
 
-class DemoFailed(RuntimeError):
+class DemoFailed(FabricLabError, RuntimeError):
     """The fabric did not recover (the plot and files are written all the same)."""
 
     def __init__(self, message: str, plot: Path | None = None):

@@ -22,8 +22,14 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from experiments.failover.lab import FailoverLab, Failure, Flow, FlowRun
-from experiments.failover.trial import pick_failure, settle
+from experiments.framework.failover_lab import (
+    FailoverLab,
+    Failure,
+    Flow,
+    FlowRun,
+    pick_failure,
+    settle,
+)
 
 STAGE_KINDS = ("uplink", "downlink", "silent", "tor", "none")
 DEFAULT_KINDS = ("uplink", "downlink", "silent")

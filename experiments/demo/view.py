@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from experiments.demo.stages import Stage
-from experiments.failover.lab import FlowRun
-from experiments.failover.measure import loss_window
+from experiments.framework.failover_lab import FlowRun
+from experiments.framework.recovery import loss_window
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
 COLUMN_BINS = 5  # one sparkline column = 50 ms of 10 ms bins

@@ -18,9 +18,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from experiments.framework import Experiment, RunContext
+from experiments.framework.ballsbins import collision_probability, expected_imbalance
+from experiments.framework.engine_switch import LbSwitch, roce_frame
 from experiments.framework.results import ResultDir
-from experiments.lb.ballsbins import collision_probability, expected_imbalance
-from experiments.lb.switch import LbSwitch, roce_frame
 
 FIELDS = ["links", "flows", "trial", "max_load", "mean_load", "imbalance", "links_used", "collided"]
 POLARISATION_FIELDS = ["seeds", "trial", "flows", "tier2_links", "tier2_links_used"]

@@ -1,2 +1,3 @@
-"""Link failures and recoveries: `experiment` (`fabric-lab run failover`), `lab` (a fabric with
-flows running and links to fail), `flows` (the flow workers in the hosts), `trial`, `measure`."""
+"""Link failures and recoveries: `experiment` (`fabric-lab run failover`) and `trial` (one
+failure, its flows' outcomes), on the framework's `FailoverLab` (`experiments.framework.
+failover_lab`) and `recovery`."""

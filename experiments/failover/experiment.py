@@ -32,10 +32,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from experiments.failover.lab import KINDS, FailoverLab
-from experiments.failover.measure import rolling_mean
-from experiments.failover.trial import run_trial, settle
+from experiments.failover.trial import run_trial
 from experiments.framework import Experiment, ExperimentError, RunContext, scaled_fabric
+from experiments.framework.failover_lab import KINDS, FailoverLab, settle
+from experiments.framework.recovery import rolling_mean
 from experiments.framework.results import ResultDir
 
 OUTCOME_FIELDS = ["kind", "trial", "target", "flow", "crossed", "affected", "loss_window_ms",
@@ -57,7 +57,7 @@ def run(ctx: RunContext) -> None:
                          queue_pkts=params["queue_pkts"])
     outcomes, timeline, events = [], [], []
     with FailoverLab(spec, target=ctx.target, log_dir=ctx.out.path / "logs",
-                     probe_period=params["probe_period_s"]) as lab:
+                     probe_period=params["probe_period_s"], cluster=ctx.cluster) as lab:
         kinds = list(params["kinds"])
         if "tor" in kinds and not all(lab.dual_homed(src) for src, _ in lab.default_pairs()):
             ctx.progress(f"failover: {spec.name} NICs are single-homed: skipping kind tor")

@@ -1,7 +1,7 @@
 """One failover trial: flows run, a link (or a ToR) fails, comes back; what each flow lost.
 
 Before the flows start, each one's path is traced (`FailoverLab.trace_paths`); the failed link is
-the candidate of its kind that the most flows cross, so the failure always hits traffic and every
+the candidate of its kind that the most flows cross (`pick_failure`), so the failure always hits traffic and every
 flow's outcome says whether it crossed what failed:
 - `uplink`: a source ToR's uplink (the ToR's own data plane skips the dead ECMP member);
 - `downlink`: an aggregation switch's link down to a destination ToR (only the controller can
@@ -17,8 +17,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from experiments.failover.lab import FailoverLab, Failure, Flow, FlowRun
-from experiments.failover.measure import FlowOutcome, outcome
+from experiments.framework.failover_lab import (
+    FailoverLab,
+    Failure,
+    Flow,
+    FlowRun,
+    pick_failure,
+)
+from experiments.framework.recovery import FlowRecovery, outcome
 
 
 @dataclass
@@ -29,7 +35,7 @@ class TrialResult:
     flows: list[Flow]
     t0: float
     bin_s: float
-    outcomes: list[FlowOutcome]
+    outcomes: list[FlowRecovery]
     bins: dict[str, dict[int, int]]
     events: list = field(default_factory=list)  # LinkEvents of this trial
 
@@ -65,36 +71,6 @@ class TrialResult:
                  "t_s": round(e.seen - self.failure.t_fail, 4),
                  "reroute_ms": "" if e.reroute_s is None else round(e.reroute_s * 1000, 1),
                  "writes": e.writes, "error": e.error} for e in self.events]
-
-
-def pick_failure(lab: FailoverLab, kind: str, flows: list[Flow],
-                 paths: dict[str, frozenset[tuple[str, int]]]) -> Failure:
-    """The candidate of `kind` that the most traced flows cross (the first of equals)."""
-    best, most = None, 0
-    for link in lab.candidates(kind, flows):
-        target = lab.target_of(kind, link)
-        n = sum(lab.crosses(kind, target, paths[f.name]) for f in flows)
-        if n > most:
-            best, most = target, n
-    if best is None:
-        raise RuntimeError(f"no flow crosses any {kind} candidate in {lab.spec.name}: "
-                           f"traced paths {sorted(map(sorted, paths.values()))}")
-    return Failure(kind, best)
-
-
-def settle(lab: FailoverLab, timeout: float = 15.0) -> None:
-    """Wait until the controller has handled every event and no link is isolated."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        busy = lab.rc is not None and not lab.rc.wait_idle(0.1)
-        isolated = lab.prober is not None and lab.prober.isolated
-        down = lab.rc is not None and lab.rc.down_links()
-        if not (busy or isolated or down):
-            return
-        time.sleep(0.1)  # poll interval of the wait above
-    raise RuntimeError(f"the fabric did not settle within {timeout:g} s: "
-                       f"down {lab.rc.down_links() if lab.rc else []}, "
-                       f"isolated {sorted(lab.prober.isolated) if lab.prober else []}")
 
 
 def run_trial(lab: FailoverLab, kind: str, trial: int, params: dict, *,

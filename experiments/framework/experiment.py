@@ -17,19 +17,25 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from experiments.framework.results import ResultDir, allocate
 from targets import TargetError, get_target
 from topos.builders import build_fabric, fabric_parameters
+from topos.errors import FabricLabError
 from topos.keyvalue import parse_value
 from topos.model import FabricSpec
+from topos.relocate import prefixed
+
+if TYPE_CHECKING:
+    from topos.mininet.cluster import ClusterOptions
 
 
 @dataclass
 class RunContext:
     """What a running experiment gets: its parameters, where to write, how to report progress.
-    `target` is resolved: "p4switch" or "bmv2", never "auto"."""
+    `target` is resolved: "p4switch" or "bmv2", never "auto"; `cluster` (`--servers`) is what
+    the experiment passes to the fabrics it brings up (`FabricSession(cluster=...)`)."""
 
     out: ResultDir
     params: dict[str, Any]
@@ -37,6 +43,7 @@ class RunContext:
     target: str
     fabric: str | None
     progress: Callable[[str], None] = print
+    cluster: ClusterOptions | None = None
 
 
 @dataclass
@@ -58,7 +65,7 @@ class Experiment:
     per_target: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
-class ExperimentError(Exception):
+class ExperimentError(FabricLabError):
     """Bad experiment arguments (unknown parameter, fabric it cannot run on, ...)."""
 
 
@@ -73,6 +80,15 @@ def scaled_fabric(name: str, params: Mapping[str, Any], base: Mapping[str, Any] 
         raise ExperimentError(f"--scale {', '.join(clash)}: the experiment sets it for {name} "
                               f"(see its -p parameters)")
     return build_fabric(name, **{**(base or {}), **scale, **fixed})
+
+
+def isolated(spec: FabricSpec, params: Mapping[str, Any]) -> FabricSpec:
+    """With `name_prefix` set: node/interface names prefixed and gRPC/runtime CLI ports from
+    `port_base` up, so the run does not meet another fabric on this machine."""
+    if not params["name_prefix"]:
+        return spec
+    base = params["port_base"]
+    return prefixed(spec, params["name_prefix"], base, base + 500)
 
 
 def check_scale(experiment: Experiment, fabric: str | None, scale: Mapping[str, Any]) -> None:
@@ -118,9 +134,11 @@ def execute(experiment: Experiment, *, quick: bool = False, target: str = "auto"
             fabric: str | None = None, out: Path | None = None, base: Path = Path("results"),
             overrides: Mapping[str, str] | None = None,
             progress: Callable[[str], None] = print,
-            scale: Mapping[str, Any] | None = None) -> ResultDir:
+            scale: Mapping[str, Any] | None = None,
+            cluster: ClusterOptions | None = None) -> ResultDir:
     """Run one experiment into a fresh result directory and draw its plots; `scale` changes the
-    scale of the fabrics it builds (recorded as the parameter `scale`)."""
+    scale of the fabrics it builds (recorded as the parameter `scale`); `cluster` spreads them
+    over several servers."""
     resolved = resolve_experiment_target(experiment, target)
     params = resolve_params(experiment, quick, overrides or {}, resolved)
     check_scale(experiment, fabric, scale or {})
@@ -131,7 +149,7 @@ def execute(experiment: Experiment, *, quick: bool = False, target: str = "auto"
     result = ResultDir(allocate(experiment.name, out, base))
     requested = {"target_requested": target} if target != resolved else {}  # what was typed
     result.write_params(experiment.name, params, quick=quick, target=resolved, fabric=fabric,
-                        target_versions=get_target(resolved).versions(), status="running",
+                        target_versions=get_target(resolved).versions(),
                         **requested)
     if target not in ("auto", resolved):
         progress(f"{experiment.name}: computes on {resolved} (no {target} switches): "
@@ -139,7 +157,7 @@ def execute(experiment: Experiment, *, quick: bool = False, target: str = "auto"
     started = time.monotonic()
     progress(f"{experiment.name}: writing to {result.path}")
     try:
-        experiment.run(RunContext(result, params, quick, resolved, fabric, progress))
+        experiment.run(RunContext(result, params, quick, resolved, fabric, progress, cluster))
         plots = experiment.plot(result)
     except BaseException as error:
         result.update_params(status="failed", error=f"{type(error).__name__}: {error}",

@@ -7,7 +7,7 @@ import html
 import json
 from pathlib import Path
 
-from experiments.framework.results import PARAMS_FILE, give_to_invoking_user, make_dirs
+from experiments.framework.results import PARAMS_FILE, give_to_invoking_user, make_dirs, run_state
 
 _STYLE = """
 body { font-family: sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
@@ -25,18 +25,38 @@ def find_runs(results: Path) -> list[Path]:
     return sorted(runs, key=lambda run: (run.parent.name, run.name), reverse=True)
 
 
+def unfinished_runs(results: Path) -> list[tuple[Path, str]]:
+    """(run directory, state) of every run under `results` that is not complete: `failed`,
+    `incomplete` (killed) or `running`; their CSV files are missing or partial."""
+    out = []
+    for run in find_runs(results):
+        state = run_state(_record(run))
+        if state != "complete":
+            out.append((run, state))
+    return out
+
+
+def _record(run: Path) -> dict:
+    try:
+        return json.loads((run / PARAMS_FILE).read_text())
+    except (OSError, json.JSONDecodeError):
+        return {"status": "unreadable"}
+
+
 def build_report(results: Path, out: Path) -> tuple[Path, int]:
     """Write the page to `out`; returns it and the number of plots on it."""
     runs = find_runs(results)
     sections: dict[str, list[str]] = {}
     plot_count = 0
     for run in runs:
-        record = json.loads((run / PARAMS_FILE).read_text())
+        record = _record(run)
         plots = sorted(run.glob("*.png"))
         plot_count += len(plots)
         sections.setdefault(record.get("experiment", run.parent.name), []).append(_run_html(run, record, plots))
+    unfinished = sum(1 for run in runs if run_state(_record(run)) != "complete")
     body = [f"<h1>AI Fabric Lab results</h1><p class='meta'>{len(runs)} run(s), {plot_count} plot(s) "
-            f"from {html.escape(str(results))}</p>"]
+            f"from {html.escape(str(results))}"
+            f"{f'; {unfinished} did not complete (marked below)' if unfinished else ''}</p>"]
     if not runs:
         body.append("<p>No results yet: run <code>fabric-lab run EXPERIMENT</code> first.</p>")
     for experiment, parts in sorted(sections.items()):
@@ -53,8 +73,14 @@ def _run_html(run: Path, record: dict, plots: list[Path]) -> str:
     params = record.get("params", {})
     rows = "".join(f"<tr><th>{html.escape(str(key))}</th><td>{html.escape(json.dumps(value))}</td></tr>"
                    for key, value in sorted(params.items()))
-    meta = (f"{html.escape(run.name)} · status {html.escape(str(record.get('status', '?')))} · target "
-            f"{html.escape(str(record.get('target', '?')))} · fabric {html.escape(str(record.get('fabric')))}"
+    state = run_state(record)
+    warning = "" if state == "complete" else " (did not complete: its CSV files may be missing or partial)"
+    # a run over several fabrics (lb-compare) names them in its parameters, not in `fabric`
+    fabric = (record.get("fabric") or params.get("fabric")
+              or ", ".join(map(str, params.get("fabrics") or [])))
+    meta = (f"{html.escape(run.name)} · status {html.escape(state + warning)} · target "
+            f"{html.escape(str(record.get('target', '?')))}"
+            f"{' · fabric ' + html.escape(str(fabric)) if fabric else ''}"
             f" · git {html.escape(str(record.get('git_revision', '?'))[:12])}"
             f"{' · quick' if record.get('quick') else ''}")
     images = "".join(

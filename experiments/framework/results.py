@@ -3,6 +3,11 @@
 A run never overwrites an earlier one: the default place is `results/<experiment>/<timestamp>/`,
 and an explicit `--out DIR` must be new or empty.
 
+A run killed at any point never leaves a result that looks whole: params.json says
+`"status": "incomplete"` from the start until the run records `complete` or `failed` at its end,
+with the pid of the process writing it (`run_state` tells a run still going from one that was
+killed), and every file is written under a temporary name and renamed into place when whole.
+
 Results belong to whoever ran the command: under `sudo`, every directory and file made here is
 handed to the invoking user (SUDO_UID/SUDO_GID), so `fabric-lab report` and replotting work
 without root afterwards.
@@ -16,16 +21,19 @@ import csv
 import json
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from experiments.framework.provenance import provenance
+from topos.errors import FabricLabError
+from topos.mininet.runstate import running, start_ticks
 
 PARAMS_FILE = "params.json"
+INCOMPLETE = "incomplete"  # the status until the run records `complete` or `failed`
 
 
-class ResultDirError(Exception):
+class ResultDirError(FabricLabError):
     """The requested result directory cannot be used."""
 
 
@@ -107,7 +115,11 @@ class ResultDir:
         self.path = path
 
     def write_params(self, experiment: str, params: Mapping[str, Any], **extra: Any) -> Path:
-        record = {"experiment": experiment, "params": dict(params), **provenance(), **extra}
+        """params.json at the start of a run: status `incomplete` unless `extra` says otherwise,
+        and the writing process (pid and start time) so that readers can tell it is alive."""
+        pid = os.getpid()
+        record = {"experiment": experiment, "params": dict(params), **provenance(),
+                  "status": INCOMPLETE, "pid": pid, "pid_start": start_ticks(pid), **extra}
         return self.write_json(PARAMS_FILE, record)
 
     def update_params(self, **fields: Any) -> None:
@@ -121,21 +133,32 @@ class ResultDir:
         return json.loads((self.path / PARAMS_FILE).read_text())
 
     def write_json(self, name: str, data: Any) -> Path:
-        target = self.path / name
-        target.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-        give_to_invoking_user(target)
-        return target
+        with self._writing(name) as handle:
+            handle.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+        return self.path / name
 
     def write_csv(self, name: str, rows: Iterable[Mapping[str, Any]],
                   fieldnames: Sequence[str]) -> Path:
-        target = self.path / name
-        with target.open("w", newline="") as handle:
+        with self._writing(name) as handle:
             writer = csv.DictWriter(handle, fieldnames=list(fieldnames))
             writer.writeheader()
             for row in rows:
                 writer.writerow({key: row.get(key, "") for key in fieldnames})
+        return self.path / name
+
+    @contextlib.contextmanager
+    def _writing(self, name: str) -> Iterator[TextIO]:
+        """A file written as `.NAME.partial` and renamed to NAME once whole (rows may come from
+        a generator that runs the experiment: a run killed meanwhile leaves no NAME)."""
+        target = self.path / name
+        partial = target.with_name(f".{target.name}.partial")
+        try:
+            with partial.open("w", newline="") as handle:
+                yield handle
+            os.replace(partial, target)
+        finally:
+            partial.unlink(missing_ok=True)
         give_to_invoking_user(target)
-        return target
 
     def read_csv(self, name: str) -> list[dict[str, str]]:
         with (self.path / name).open(newline="") as handle:
@@ -143,3 +166,16 @@ class ResultDir:
 
     def plots(self) -> list[Path]:
         return sorted(self.path.glob("*.png"))
+
+
+def run_state(record: Mapping[str, Any]) -> str:
+    """What a run's params.json says of it: `complete`, `failed`, `running` (incomplete and its
+    process still alive) or `incomplete` (it was killed, or its process died, before the end).
+    A record without status comes from before runs recorded one and counts as complete."""
+    status = record.get("status")
+    if status is None or status in ("complete", "failed"):
+        return str(status or "complete")
+    pid, ticks = record.get("pid"), record.get("pid_start")
+    if isinstance(pid, int) and isinstance(ticks, int) and running(pid, ticks):
+        return "running"
+    return INCOMPLETE

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from controller.probes import LinkProber
     from controller.reconverge import Reconverger
     from targets import Target
+    from topos.mininet.cluster import ClusterOptions
     from traffic.agent import Agent
     from traffic.hosts import MininetHost
 
@@ -94,18 +95,18 @@ class FabricSession:
     """A fabric brought up, programmed and looked after; a context manager (see the module).
 
     `target` is a target name (`get_target`) or a `Target` (checked to be installed);
-    `cluster` (ClusterOptions) spreads the network over several servers; `controller` are FabricController options
-    (election_id, hash_seed); `setup` maps a stage name to a hook run after programming;
-    `timer` gets each bring-up stage's time."""
+    `cluster` (ClusterOptions, e.g. `RunContext.cluster`) spreads the network over several
+    servers; `controller` are FabricController options (election_id, hash_seed); `setup` maps
+    a stage name to a hook run after programming; `timer` gets each bring-up stage's time."""
 
     def __init__(self, spec: FabricSpec, *, program: str | Path, target: str | Target = "p4switch",
                  log_dir: Path | None = None, pcap_dir: Path | None = None,
-                 cluster: Any = None, controller: Mapping[str, Any] | None = None,
+                 cluster: ClusterOptions | None = None, controller: Mapping[str, Any] | None = None,
                  setup: Mapping[str, Setup] | None = None, reconverge: bool = False,
                  probes: bool = False, watch_interval: float = 0.05, probe_period: float = 1.0,
                  timer: StageLog | None = None) -> None:
         from targets import get_target
-        from topos.mininet import FabricNetwork
+        from topos.mininet.network import fabric_network
 
         self.spec = spec
         self.target: Target = get_target(target).ensure_available()
@@ -116,13 +117,8 @@ class FabricSession:
         self.loops = (reconverge, probes)
         self.watch_interval, self.probe_period = watch_interval, probe_period
         self.timer: StageLog = timer or _Quiet()
-        if cluster is not None:
-            from topos.mininet.cluster import ClusterNetwork
-
-            self.net = ClusterNetwork(spec, self.target, cluster=cluster, log_dir=log_dir,
-                                      pcap_dir=pcap_dir)
-        else:
-            self.net = FabricNetwork(spec, self.target, log_dir=log_dir, pcap_dir=pcap_dir)
+        self.net = fabric_network(spec, self.target, cluster=cluster, log_dir=log_dir,
+                                  pcap_dir=pcap_dir)
         self.ctl: FabricController | None = None
         self.reports: list = []  # what programming wrote, per switch
         self.rc: Reconverger | None = None

@@ -1,7 +1,8 @@
 """Per-queue telemetry sampled from the switches while an experiment runs, as a time series.
 
 Every `interval_s` (100 ms by default) and for each watched (switch, port, priority):
-- from the P4 program, on both targets (runtime CLI `register_read` / `counter_read`):
+- from the P4 program, on both targets (runtime CLI `register_read` / `counter_read`; the
+  names and cells are the mechanisms' telemetry, `mechanisms.telemetry_items()`):
   `depth_max` (deepest enqueue since the previous sample; the register is zeroed after reading),
   `depth_last` (what the last departing packet left behind), `delay_max_us`, `tx_packets`
   (`tx_port_counter`), `ecn_marked`, `pfc_tx` / `pfc_xoff_tx` (frames sent out of the port),
@@ -17,38 +18,61 @@ three switches).
     sampler = TelemetrySampler(clis, [("leaf1", 1, 3)], target=P4SWITCH).start()
     ...
     sampler.stop(); rows = sampler.rows
+
+Any mechanism's telemetry reads the same way, once: `read_telemetry(channel, items, cells)`.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from controller.periodic import Periodic
+from mechanisms import Telemetry, telemetry_items
+from mechanisms.telemetry import queue_cell
 from targets import P4SWITCH, RuntimeCli, RuntimeCliError, Target
 
 COLUMNS = ["t_s", "switch", "port", "priority", "depth", "depth_max", "depth_last",
            "delay_max_us", "dropped", "tx_packets", "ecn_marked", "pfc_tx", "pfc_xoff_tx",
            "pfc_rx", "paused", "paused_s"]
 
-REGISTERS = {"depth_max": "FabricEgress.telemetry.queue_depth_max",
-             "depth_last": "FabricEgress.telemetry.queue_depth_last",
-             "delay_max_us": "FabricEgress.telemetry.queue_delay_max"}
-COUNTERS = {"tx_packets": "FabricEgress.port_io.tx_port_counter",
-            "ecn_marked": "FabricEgress.ecn.ecn_marked_counter",
-            "pfc_tx": "FabricEgress.pfc.pfc_tx_counter",
-            "pfc_xoff_tx": "FabricEgress.pfc.pfc_xoff_counter",
-            "pfc_rx": "FabricIngress.pfc_reception.pfc_rx_counter"}
-_RESET_AFTER_READ = ("depth_max", "delay_max_us")
+_ITEMS = telemetry_items()
+# What a sample reads: queue registers by queue cell, port counters by port (CSV column -> name).
+REGISTERS = {key: _ITEMS[key].p4_name for key in ("depth_max", "depth_last", "delay_max_us")}
+COUNTERS = {key: _ITEMS[key].p4_name
+            for key in ("tx_packets", "ecn_marked", "pfc_tx", "pfc_xoff_tx", "pfc_rx")}
+_RESET_AFTER_READ = tuple(key for key in REGISTERS if _ITEMS[key].reset_after_read)
 _PACKETS_RE = re.compile(r"(\d+) packets|packets=(\d+)")  # p4switch | BMv2 output
 _VALUE_RE = re.compile(r"([\w.]+\[\d+\])=\s*(.*)")
 
 
 def telemetry_cell(port: int, priority: int) -> int:
     """Register cell of a queue in telemetry.p4."""
-    return (port & 63) << 3 | priority
+    return queue_cell(port, priority)
+
+
+def read_commands(items: Iterable[Telemetry], cells: Iterable[int]) -> list[str]:
+    """Runtime-CLI reads of every cell of every item (`counter_read` / `register_read`)."""
+    cells = list(cells)
+    return [f"{item.kind}_read {item.p4_name} {cell}" for item in items for cell in cells]
+
+
+def read_telemetry(channel: RuntimeCli, items: Sequence[Telemetry],
+                   cells: Iterable[int]) -> dict[str, dict[int, int]]:
+    """Item key -> cell -> value (packets for counters) of a switch, in one runtime-CLI batch;
+    a ValueError names the first cell the output lacks."""
+    cells = list(cells)
+    values = parse_cli_values(channel.batch(read_commands(items, cells)))
+    out: dict[str, dict[int, int]] = {}
+    for item in items:
+        for cell in cells:
+            key = f"{item.p4_name}[{cell}]"
+            if key not in values:
+                raise ValueError(f"no value for {key} in the runtime CLI output")
+            out.setdefault(item.key, {})[cell] = values[key]
+    return out
 
 
 def _commands(queues: list[tuple[int, int]]) -> list[str]:

@@ -28,10 +28,10 @@ from __future__ import annotations
 import random
 import statistics
 
-from experiments.failover.lab import FailoverLab, Failure, Flow
 from experiments.framework import Experiment, ExperimentError, RunContext, scaled_fabric
+from experiments.framework.engine_switch import LbSwitch, roce_frame
+from experiments.framework.failover_lab import FailoverLab, Failure, Flow
 from experiments.hpn_segment.plots import plot
-from experiments.lb.switch import LbSwitch, roce_frame
 from topos import FabricSpec
 from topos.relocate import prefixed
 
@@ -82,7 +82,7 @@ def run_paths(ctx: RunContext, params: dict, target: str) -> list[dict]:
     spec = hpn(params, True)
     rows: list[dict] = []
     with FailoverLab(spec, target=target, log_dir=ctx.out.path / "logs" / "paths",
-                     reconverge=False, probes=False) as lab:
+                     reconverge=False, probes=False, cluster=ctx.cluster) as lab:
         for cls, pairs in class_pairs(spec).items():
             flows = lab.plan_flows(pairs, params["flows_per_pair"])
             traced = lab.trace_paths(flows)
@@ -129,7 +129,7 @@ def run_tor_failure(ctx: RunContext, params: dict, target: str) -> tuple[list, l
         spec = hpn(params, dual)
         name = "dual-ToR" if dual else "single-ToR"
         with FailoverLab(spec, target=target, log_dir=ctx.out.path / "logs" / name,
-                         probes=False) as lab:
+                         probes=False, cluster=ctx.cluster) as lab:
             flows = lab.plan_flows(lab.default_pairs(), params["flows_per_pair"])
             paths = lab.trace_paths(flows)  # which ToR (plane) each flow really leaves by
             tor = next(sw for sw, _ in sorted(paths[flows[0].name])

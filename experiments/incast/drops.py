@@ -24,13 +24,14 @@ from dataclasses import dataclass
 
 from experiments.framework.telemetry import parse_cli_values
 from experiments.incast.lab import IncastRoles
+from mechanisms import pfc, port_io
 from targets import RuntimeCli
 from topos.model import FabricSpec
 
-RX = "FabricIngress.port_counters.rx_port_counter"
-TX = "FabricEgress.port_io.tx_port_counter"
-PFC_RX = "FabricIngress.pfc_reception.pfc_rx_counter"
-PFC_TX = "FabricEgress.pfc.pfc_tx_counter"
+RX = port_io.RX_PORT_COUNTER
+TX = port_io.TX_PORT_COUNTER
+PFC_RX = pfc.RX_COUNTER
+PFC_TX = pfc.TX_COUNTER
 
 
 @dataclass(frozen=True)

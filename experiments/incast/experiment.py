@@ -66,7 +66,7 @@ def run(ctx: RunContext) -> None:
                        depth=params["depth"], fabric_depth=params["fabric_depth"],
                        link_mbps=params["link_mbps"],
                        log_dir=ctx.out.path / "logs", target=target,
-                       paused_share=params["bmv2_paused_share"]) as lab:
+                       paused_share=params["bmv2_paused_share"], cluster=ctx.cluster) as lab:
         ctx.progress(f"incast: fabric up ({len(spec.switches)} switches), "
                      f"{len(roles.senders)} senders -> {roles.receiver}")
         nics = [*roles.senders, roles.receiver, roles.victim_src, roles.victim_dst]

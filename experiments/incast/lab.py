@@ -20,16 +20,21 @@ import dataclasses
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from controller.congestion import ROCE_CLASSES, CongestionConfig, apply_congestion
 from controller.pfc_agent import PauseAgents
 from experiments.framework.session import FabricSession, SessionLab
+from mechanisms import program_path
 from targets import RuntimeCli, Target, get_target
 from topos import FabricSpec, build_fabric
 from topos.relocate import prefixed
 from traffic.agent import Agent
 
-PROGRAM = Path(__file__).resolve().parents[2] / "p4src" / "ecmp.p4"
+if TYPE_CHECKING:
+    from topos.mininet.cluster import ClusterOptions
+
+PROGRAM = program_path("ecmp")
 DATA_PRIORITY = 3
 
 
@@ -86,7 +91,7 @@ class CongestionLab(SessionLab):
                  fabric_depth: int | None = None, link_mbps: float = 10.0,
                  log_dir: Path | None = None,
                  program: Path = PROGRAM, target: Target | str = "p4switch",
-                 paused_share: float = 0.1) -> None:
+                 paused_share: float = 0.1, cluster: ClusterOptions | None = None) -> None:
         self.spec, self.host_pps, self.fabric_pps, self.depth = spec, host_pps, fabric_pps, depth
         self.fabric_depth = fabric_depth or depth
         self.link_mbps = link_mbps
@@ -97,7 +102,7 @@ class CongestionLab(SessionLab):
         self.program = program
         self.channels: dict[str, RuntimeCli] = {}
         self.session = FabricSession(spec, program=program, log_dir=self.log_dir,
-                                     target=self.target.with_queues(8, link_mbps),
+                                     target=self.target.with_queues(8, link_mbps), cluster=cluster,
                                      setup={"queue rates": self._open_queues})
 
     def _open_queues(self, _session: FabricSession):

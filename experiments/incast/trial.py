@@ -25,6 +25,7 @@ from controller.congestion import ROCE_CLASSES, CongestionConfig, EcnProfile, Pf
 from experiments.framework.telemetry import TelemetrySampler
 from experiments.incast.drops import incast_balances, settled
 from experiments.incast.lab import DATA_PRIORITY, CongestionLab, IncastRoles
+from mechanisms.pfc import STATE_REGISTERS
 from targets import Target
 from traffic.receiver import ExpectedFlow, ReceiverConfig
 from traffic.sender import QueuePairConfig, SenderConfig
@@ -34,11 +35,7 @@ SETTINGS = ("none", "ecn", "pfc", "ecn+pfc")
 # 8 expiries of 0.5 s doubling by default (traffic.sender.SenderConfig, traffic.gbn) = 127.5 s
 SENDER_GIVE_UP_S = 150.0
 FRAME_BITS = 1082 * 8  # a 1024-byte RoCEv2 WRITE on the wire
-PFC_REGISTERS = ("FabricEgress.pfc.pair_congested", "FabricEgress.pfc.congested_pairs",
-                 "FabricEgress.pfc.pause_sent_at", "FabricIngress.pfc_reception.paused_until",
-                 "FabricIngress.pfc_reception.paused_arrivals",
-                 "FabricIngress.pfc_reception.pause_sent_at",
-                 "FabricIngress.pfc_reception.relay_to")
+PFC_REGISTERS = STATE_REGISTERS  # zeroed between trials
 
 
 def drops_counted_by(target: Target) -> str:

@@ -46,15 +46,20 @@ import math
 import random
 import statistics
 
-from experiments.framework import Experiment, ExperimentError, RunContext, scaled_fabric
-from experiments.lb.ballsbins import expected_imbalance
-from experiments.lb.lab import FlowOutcome, FlowSpec, LbLab, LinkLoads
-from experiments.lb.switch import flow_index
+from experiments.framework import (
+    Experiment,
+    ExperimentError,
+    RunContext,
+    isolated,
+    scaled_fabric,
+)
+from experiments.framework.ballsbins import expected_imbalance
+from experiments.framework.engine_switch import flow_index
+from experiments.framework.lb_lab import FlowOutcome, FlowSpec, LbLab, LinkLoads
 from experiments.lb_compare.plots import plot
 from experiments.lb_compare.scenarios import UplinkRates, check_scenarios
 from topos import FabricSpec
 from topos.analysis import shortest_paths
-from topos.relocate import prefixed
 
 RUN_FIELDS = ["fabric", "scenario", "mode", "gap_us", "tags", "label", "flows", "seed",
               "link_mbps", "uplinks", "imbalance",
@@ -135,15 +140,6 @@ def link_mbps(spec: FabricSpec, params: dict) -> float:
     most = max(int(n) for n in [*params["flows"], *params["scenario_flows"]])
     nics = len(nics_under(spec, end_leaves(spec)[0]))
     return float(params["flow_mbps"]) * math.ceil(most / nics)
-
-
-def isolated(spec: FabricSpec, params: dict) -> FabricSpec:
-    """With `name_prefix` set: node/interface names prefixed and gRPC/runtime CLI ports from
-    `port_base` up, so the run does not meet another fabric on this machine."""
-    if not params["name_prefix"]:
-        return spec
-    base = params["port_base"]
-    return prefixed(spec, params["name_prefix"], base, base + 500)
 
 
 def end_leaves(spec: FabricSpec) -> tuple[str, str]:
@@ -268,7 +264,8 @@ def run(ctx: RunContext) -> None:
         first_mode, first_gap, first_tags = modes(params)[0]
         leaf = end_leaves(spec)[0]
         with LbLab(spec, mode=first_mode, flowlet_gap_us=first_gap or None, target=target,
-                   switch_tags=first_tags, log_dir=ctx.out.path / "logs" / name) as lab:
+                   switch_tags=first_tags, log_dir=ctx.out.path / "logs" / name,
+                   cluster=ctx.cluster) as lab:
             rates = UplinkRates(functools.partial(lab.runtime_cli, leaf),
                                 [spec.port_to(leaf, up) for _, up in uplinks(spec, leaf)],
                                 link_mbps=mbps, slow_factor=params["slow_factor"],

@@ -10,8 +10,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from experiments.framework.ballsbins import expected_imbalance
 from experiments.framework.results import ResultDir
-from experiments.lb.ballsbins import expected_imbalance
+
+MARKERS = "osD^vP*X"
+DASHES = ["-", "--", "-.", ":"]
 
 
 def plot(result: ResultDir) -> list[Path]:
@@ -100,14 +103,20 @@ def plot_imbalance(result: ResultDir, runs: list[dict]) -> Path:
     fig, axes = plt.subplots(1, len(fabrics), figsize=(6.5 * len(fabrics), 4.5), squeeze=False)
     for ax, fab in zip(axes[0], fabrics, strict=True):
         rows = [r for r in runs if r["fabric"] == fab]
-        for lab in dict.fromkeys(r["label"] for r in rows):
+        labels = list(dict.fromkeys(r["label"] for r in rows))
+        for index, lab in enumerate(labels):
             flows = sorted({int(r["flows"]) for r in rows if r["label"] == lab})
             samples = [[float(r["imbalance"]) for r in rows
                         if r["label"] == lab and int(r["flows"]) == n] for n in flows]
             means = [statistics.mean(s) for s in samples]
             errors = [statistics.stdev(s) / len(s) ** 0.5 if len(s) > 1 else 0.0
                       for s in samples]
-            ax.errorbar(flows, means, yerr=errors, fmt="o-", capsize=3, label=lab)
+            # modes with equal values would hide each other: each its own marker and dashes,
+            # and a small sideways offset (the x axis is logarithmic: a factor)
+            shift = 2 ** (0.04 * (index - (len(labels) - 1) / 2))
+            ax.errorbar([n * shift for n in flows], means, yerr=errors,
+                        marker=MARKERS[index % len(MARKERS)],
+                        linestyle=DASHES[index % len(DASHES)], capsize=3, label=lab)
         flows = sorted({int(r["flows"]) for r in rows})
         links = int(rows[0]["uplinks"])
         ax.plot(flows, [expected_imbalance(n, links) for n in flows], "k--",

@@ -22,9 +22,14 @@ from __future__ import annotations
 
 import math
 
-from experiments.framework import Experiment, ExperimentError, RunContext, scaled_fabric
-from experiments.lb.lab import LbLab, LinkLoads
-from experiments.lb_compare.experiment import isolated
+from experiments.framework import (
+    Experiment,
+    ExperimentError,
+    RunContext,
+    isolated,
+    scaled_fabric,
+)
+from experiments.framework.lb_lab import LbLab, LinkLoads
 from experiments.topology_aware.paths import PathModel, conflicts, measured_link_flows
 from experiments.topology_aware.plots import plot
 from topos import FabricSpec
@@ -129,7 +134,7 @@ def run_part(ctx: RunContext, fabric_name: str, target: str) -> tuple[list[dict]
     mtu = params["mtu_payload"]
     nics = [nic.name for nic in spec.host_nics()]
     collectives, steps = [], []
-    with LbLab(spec, mode="ecmp", target=target,
+    with LbLab(spec, mode="ecmp", target=target, cluster=ctx.cluster,
                log_dir=ctx.out.path / "logs" / fabric_name) as lab, \
             CollectiveRunner([lab.host(nic) for nic in nics], params["link_mbps"] * 1e6,
                              mtu_payload=mtu, sender={"dcqcn": False}) as runner:

@@ -23,11 +23,12 @@ from controller.pipeline import PipelineError, build_pipeline
 from controller.probes import LinkProber
 from controller.queues import configure_queues
 from controller.reconverge import Reconverger
-from targets import RuntimeCliError, Target, get_target
+from mechanisms import program_path
+from targets import CHOICES, RuntimeCliError, Target, get_target
 from topos import FABRICS, FabricSpec, build_fabric, validate
 from topos.builders import parse_scale
 
-DEFAULT_PROGRAM = Path(__file__).resolve().parents[2] / "p4src" / "ecmp.p4"
+DEFAULT_PROGRAM = program_path("ecmp")
 
 
 def add_program_args(parser: argparse.ArgumentParser) -> None:
@@ -58,7 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="fabric model as JSON (fabric-lab show --json) or a fabric name")
     parser.add_argument("--scale", nargs="+", action="extend", default=[], metavar="K=V",
                         help="scale parameters when --fabric is a name")
-    parser.add_argument("--target", default="auto", choices=("auto", "p4switch", "bmv2"),
+    parser.add_argument("--target", default="auto", choices=CHOICES,
                         help="what the switches run, for the pipeline format (default: auto = p4switch)")
     add_program_args(parser)
     parser.add_argument("--once", action="store_true",

@@ -1,7 +1,8 @@
 """`fabric-lab demo`: the live failover demo (about a minute).
 
-Brings up the HPN 7.0 fabric on the embedded p4switch target, starts RoCEv2 flows (500 packets/s
-each, so a 50 ms outage is five empty 10 ms bins) and runs three recoveries back to back:
+Brings up the HPN 7.0 fabric on the embedded p4switch target, starts RoCEv2 flows (1250 packets/s
+of 1000 bytes each, 10 Mb/s; 500/s of 256 bytes on BMv2: docs/rates.md), so a 50 ms outage is five
+empty 10 ms bins, and runs three recoveries back to back:
 a ToR uplink fails (data-plane fast failover: nothing to see), an aggregation downlink fails (the
 controller reroutes: a short gap), an uplink silently drops 30% (the probes find it: a long
 lossy stretch); `--contrast` adds the downlink failure with the controller paused (no failover:
@@ -17,6 +18,8 @@ import os
 import sys
 from pathlib import Path
 
+import targets
+
 STAGES = ("uplink", "downlink", "silent", "tor", "none")
 
 
@@ -31,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--contrast", action="store_true",
                         help="end with a failure the controller does not handle (kind none)")
     parser.add_argument("--fabric", default="hpn7", help="fabric to run on (default: hpn7)")
-    parser.add_argument("--target", default="p4switch", choices=("p4switch", "bmv2"),
+    parser.add_argument("--target", default="p4switch", choices=targets.NAMES,
                         help="switch target (default: p4switch, the embedded one)")
     parser.add_argument("--before", type=float, default=3.0, metavar="S",
                         help="seconds of flows before the first failure (default 3)")

@@ -8,18 +8,22 @@
 
 Each check prints PASS or FAIL per step with what it saw, and a hint for a failed step. The
 exit status is 0 only when every step passes. P4 labs need no root: the program runs in the
-p4switch engine, packet by packet.
+p4switch engine, packet by packet. Grading is closed book: the checker fails a program that
+takes the lab's control from the reference instead of declaring it, and each run adds hidden
+cases (flows, values, orders no handout lists) drawn from a fresh seed it prints;
+FABRIC_LAB_SEED=N repeats a run's cases.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import re
 import shutil
 import sys
 from pathlib import Path
 
-from fabric_lab.labkit import LABS, P4SRC, LabError, lab, labs, run_checks
+from fabric_lab.closedbook import SEED_VARIABLE, pipeline_copy, run_seed
+from fabric_lab.labkit import LABS, LabError, lab, labs, run_checks
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -72,14 +76,19 @@ def _start(args: argparse.Namespace) -> int:
     args.dir.mkdir(parents=True, exist_ok=True)
     made = []
     if item.kind == "P4":
-        # the program includes the lab's shared pipeline read-only, as include/...
-        link = args.dir / "include"
-        if not link.exists() and not link.is_symlink():
-            os.symlink(P4SRC / "include", link, target_is_directory=True)
-            made.append("include -> " + str(P4SRC / "include"))
+        # the program includes the lab's pipeline as include/...: a read-only copy in which
+        # the controls under study are left out (the student's file declares them)
+        include = args.dir / "include"
+        if include.exists() or include.is_symlink():
+            print(f"fabric-lab lab: {include} exists; keeping it (move it away for the lab's "
+                  f"copy, in which {', '.join(item.own_controls)} are yours to write)",
+                  file=sys.stderr)
+        else:
+            stubbed = pipeline_copy(include, item.withheld, item.file, item.own_controls)
+            made.append(f"include/ (the pipeline without {', '.join(stubbed)})")
     handout = args.dir / f"lab{item.number}-README.md"
     if not handout.exists():
-        shutil.copyfile(item.path / "README.md", handout)
+        handout.write_text(_absolute_links(item.path / "README.md"))
         made.append(handout.name)
     shutil.copyfile(item.skeleton, target)
     made.insert(0, target.name)
@@ -87,6 +96,20 @@ def _start(args: argparse.Namespace) -> int:
     print(f"edit {item.file} (the TODOs), then: cd {args.dir} && fabric-lab lab check "
           f"{item.number}")
     return 0
+
+
+def _absolute_links(page: Path) -> str:
+    """The handout with its relative links pointing into the repository, so that they still
+    work from the student's copy."""
+    def absolute(match: re.Match[str]) -> str:
+        target = match[2]
+        if re.match(r"[a-z]+:|#|/", target):
+            return match[0]
+        path, _, anchor = target.partition("#")
+        resolved = (page.parent / path).resolve()
+        return f"{match[1]}({resolved}{'#' + anchor if anchor else ''})"
+
+    return re.sub(r"(\]\s?)\(([^)\s]+)\)", absolute, page.read_text())
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -101,9 +124,11 @@ def _check(args: argparse.Namespace) -> int:
         print(f"fabric-lab lab: no {program} here: run `fabric-lab lab start {item.number} DIR` "
               f"and check from DIR, or give --program FILE", file=sys.stderr)
         return 2
-    print(f"lab {item.number}: {item.title} — checking {program}", flush=True)
+    seed = run_seed()
+    print(f"lab {item.number}: {item.title} — checking {program} (hidden cases: seed {seed}; "
+          f"{SEED_VARIABLE}={seed} repeats them)", flush=True)
     try:
-        results = run_checks(item, program)
+        results = run_checks(item, program, seed=seed)
     except LabError as err:
         print(f"fabric-lab lab: {err}", file=sys.stderr)
         return 2

@@ -1,9 +1,11 @@
 """`fabric-lab lb --mode MODE`: choose the load-balancing mode of a running fabric.
 
-Runs the mode's program (p4src/ecmp.p4, flowlet.p4, dlb.p4 or qdlb.p4) on every switch, pushed only
-where it does not run yet (a push resets the switch: routes are rewritten at once), then sets the
-mode's knobs: the flowlet gap, or the host-facing ports where DLB adds reorder tags. Prints what
-every switch holds afterwards.
+When the running program already has the mode's mechanism (your own flowlet_lab.p4 has a flowlet
+gap), only the knobs change: the flowlet gap, or the host-facing ports where DLB adds reorder
+tags. Otherwise it runs the mode's program (p4src/ecmp.p4, flowlet.p4, dlb.p4 or qdlb.p4) on every
+switch (a push resets the switch: routes are rewritten at once), but only in place of another of
+those: a program of your own is never replaced (the command refuses and says so). Prints what every
+switch holds afterwards.
 
 A fabric brought up with `fabric-lab up FABRIC` keeps its controller connected as the switches'
 primary. P4Runtime lets only the primary write, so a second controller would either be refused
@@ -30,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import targets
 from controller.fabric import FabricController, ProgrammingError
 from controller.lb import MODES, LbError, LoadBalancing, program_path
 from controller.p4rt import P4RuntimeError
@@ -50,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="fabric model (default: the running fabric, or $FABRIC_LAB_FABRIC)")
     parser.add_argument("--scale", nargs="+", action="extend", default=[], metavar="K=V",
                         help="scale parameters when --fabric is a name")
-    parser.add_argument("--target", default="auto", choices=("auto", "p4switch", "bmv2"),
+    parser.add_argument("--target", default="auto", choices=targets.CHOICES,
                         help="what the switches run, for the pipeline format (default: auto = p4switch)")
     parser.add_argument("--mode", required=True, choices=MODES, help="load-balancing mode")
     parser.add_argument("--flowlet-gap-us", type=int, metavar="US",
@@ -67,7 +70,9 @@ def held_lines(ctl: FabricController) -> list[str]:
     """What every switch holds: the running program and its knobs, read back."""
     lb = LoadBalancing(ctl)
     mode = lb.mode
-    lines = [f"{mode}.p4 on {len(ctl.clients)} switches"]
+    program = ctl.pipeline.program.name
+    lines = [f"{program} on {len(ctl.clients)} switches"
+             + ("" if program == f"{mode}.p4" else f" ({mode} mode)")]
     held: dict[str, Any] = (lb.flowlet_gaps() if mode == "flowlet"
                             else lb.tagging_ports() if mode in ("dlb", "qdlb") else {})
     for name in sorted(held):
@@ -82,9 +87,23 @@ def switch_mode(ctl: FabricController, mode: str, flowlet_gap_us: int | None = N
     it knows to be down), set its knobs, and return what the switches hold."""
     if flowlet_gap_us is not None and mode != "flowlet":
         raise LbError(f"a flowlet gap applies to mode flowlet, not {mode}")
-    LoadBalancing(ctl).switch_mode(mode, target=ctl.pipeline.target,
-                                   flowlet_gap_us=flowlet_gap_us)
+    lb = LoadBalancing(ctl)
+    running = lb.mode
+    if running == mode:  # the program has the mechanism: only its knobs change
+        lb.configure(flowlet_gap_us)
+        return held_lines(ctl)
+    program = ctl.pipeline.program
+    if program.resolve() != program_path(running).resolve():
+        raise LbError(refusal(program.name, running, mode))
+    lb.switch_mode(mode, target=ctl.pipeline.target, flowlet_gap_us=flowlet_gap_us)
     return held_lines(ctl)
+
+
+def refusal(program: str, running: str, mode: str) -> str:
+    """Why `lb MODE` leaves a program that is not one of the lab's own alone."""
+    return (f"the switches run {program} ({running} mode), which has no {mode} mechanism; lb "
+            f"changes a program's knobs and never replaces your program. To watch "
+            f"p4src/{mode}.p4 instead, bring the fabric up with --program p4src/{mode}.p4")
 
 
 class LbServer:
@@ -266,12 +285,36 @@ def run(args: argparse.Namespace) -> int:
     return _direct(args)
 
 
+def _keep_other_programs(ctl: FabricController, mode: str) -> None:
+    """LbError when a switch runs a program that is not one of the lab's mode programs (a
+    student's): --direct only switches between p4src/ecmp.p4, flowlet.p4, dlb.p4 and qdlb.p4."""
+    from p4.v1 import p4runtime_pb2
+
+    from controller.lb import mode_of
+    from controller.schema import Schema
+
+    lab = {build_pipeline(program_path(mode), ctl.pipeline.target).cookie}
+    for name, client in sorted(ctl.clients.items()):
+        config = client.pipeline(
+            p4runtime_pb2.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE)
+        if config is None or not config.HasField("p4info") or config.cookie.cookie in lab:
+            continue
+        running = mode_of(Schema(config.p4info))
+        if config.cookie.cookie != build_pipeline(program_path(running),
+                                                  ctl.pipeline.target).cookie:
+            raise LbError(refusal(f"a program of your own on {name}", running, mode)
+                          + " (or change its knobs from the `fabric-lab up` CLI: lb "
+                          + running + ")")
+        lab.add(config.cookie.cookie)
+
+
 def _direct(args: argparse.Namespace) -> int:
     try:
         spec = _fabric(args)
         pipeline = build_pipeline(program_path(args.mode), args.target)
         with FabricController(spec, pipeline, election_id=(0, args.election_id)) as ctl:
             ctl.connect()
+            _keep_other_programs(ctl, args.mode)
             pushed = sum(r.pipeline_pushed for r in ctl.program())
             LoadBalancing(ctl).configure(args.flowlet_gap_us)
             lines = held_lines(ctl)

@@ -13,10 +13,11 @@ import sys
 from pathlib import Path
 
 from experiments.framework.registry import get
-from experiments.framework.results import PARAMS_FILE, ResultDir
+from experiments.framework.results import PARAMS_FILE, ResultDir, run_state
+from topos.errors import FabricLabError
 
 
-class ReplotError(Exception):
+class ReplotError(FabricLabError):
     """A directory that is not a complete experiment result."""
 
 
@@ -39,15 +40,24 @@ def replot(path: Path) -> list[Path]:
                           ) from None
     except (OSError, json.JSONDecodeError) as err:
         raise ReplotError(f"{params_path}: unreadable: {err}") from None
+    state = run_state(record)
+    if state != "complete":
+        raise ReplotError(f"{path}: {state}: the run did not complete (status {state!r}"
+                          f"{': ' + record['error'] if record.get('error') else ''}); its CSV "
+                          f"files may be missing or partial")
     name = record.get("experiment")
+    if name == "demo":  # `fabric-lab demo` is not a registered experiment; its plot is its own
+        from experiments.demo.plot import plot_timeline
+
+        try:
+            return [plot_timeline(ResultDir(path))]
+        except FileNotFoundError as err:
+            raise ReplotError(f"{path}: demo needs {Path(err.filename).name}, which is "
+                              f"missing") from None
     try:
         experiment = get(str(name))
     except KeyError as err:
         raise ReplotError(f"{path}: {err.args[0]}") from None
-    if record.get("status") not in (None, "complete"):
-        raise ReplotError(f"{path}: the run did not complete (status {record.get('status')!r}"
-                          f"{': ' + record['error'] if record.get('error') else ''}); its CSV "
-                          f"files may be partial")
     try:
         return experiment.plot(ResultDir(path))
     except FileNotFoundError as err:

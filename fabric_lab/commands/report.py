@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from experiments.framework.report import build_report
+from experiments.framework.report import build_report, unfinished_runs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,4 +26,6 @@ def _report(args: argparse.Namespace) -> int:
         return 2
     page, plots = build_report(args.results, args.out or args.results / "report.html")
     print(f"wrote {page} ({plots} plot(s))")
+    for run, state in unfinished_runs(args.results):
+        print(f"  {state}: {run} (did not complete: its CSV files may be missing or partial)")
     return 0

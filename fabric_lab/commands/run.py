@@ -3,24 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 from pathlib import Path
 
+import targets
 from experiments.framework import ExperimentError, execute
 from experiments.framework.registry import all_experiments
 from experiments.framework.results import ResultDirError
 from fabric_lab.commands.up import add_cluster_args, cluster_options
 from topos.builders import parse_scale
-
-
-def _cluster(options):
-    """Every fabric the experiment brings up spreads over --servers (nothing without it)."""
-    if options is None:
-        return contextlib.nullcontext()
-    from topos.mininet.cluster import with_cluster
-
-    return with_cluster(options)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("experiment", nargs="?", help="experiment name (see --list)")
     parser.add_argument("--list", action="store_true", help="list the experiments and exit")
     parser.add_argument("--fabric", help="fabric to run on, where the experiment takes one")
-    parser.add_argument("--target", default="auto", choices=("auto", "p4switch", "bmv2"),
+    parser.add_argument("--target", default="auto", choices=targets.CHOICES,
                         help="P4 target (default: auto = p4switch; bmv2 only when asked for)")
     parser.add_argument("--quick", action="store_true",
                         help="the short variant (seconds to a few minutes; see --list)")
@@ -76,10 +67,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"fabric-lab run: {error}", file=sys.stderr)
         return 2
     try:
-        with _cluster(cluster):
-            execute(experiments[args.experiment], quick=args.quick, target=args.target,
-                    fabric=args.fabric, out=args.out, base=args.results, overrides=overrides,
-                    scale=scale)
+        execute(experiments[args.experiment], quick=args.quick, target=args.target,
+                fabric=args.fabric, out=args.out, base=args.results, overrides=overrides,
+                scale=scale, cluster=cluster)
     except (ExperimentError, ResultDirError) as error:
         print(f"fabric-lab run: {error}", file=sys.stderr)
         return 2

@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+import targets
 from controller.checks import pingall
 from controller.fabric import FabricController, ProgrammingError
 from controller.lb import LbError, LoadBalancing
@@ -37,6 +38,8 @@ from controller.p4rt import P4RuntimeError
 from controller.pipeline import PipelineError
 from controller.queues import RuntimeCliError
 from fabric_lab.commands.controller import add_program_args, apply_queue_args, load_fabric
+
+LOG_LEVELS = ("trace", "debug", "info", "warn", "error", "off")  # p4switch's and BMv2's -L
 
 if TYPE_CHECKING:
     from experiments.framework.session import FabricSession, Setup
@@ -73,13 +76,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("fabric", metavar="FABRIC", help="fabric name or fabric JSON file")
     parser.add_argument("--scale", nargs="+", action="extend", default=[], metavar="K=V",
                         help="scale parameters, e.g. --scale segments=3")
-    parser.add_argument("--target", default="auto", choices=("auto", "p4switch", "bmv2"),
+    parser.add_argument("--target", default="auto", choices=targets.CHOICES,
                         help="switch target (default: auto = p4switch; bmv2 only when asked for)")
     add_program_args(parser)
     parser.add_argument("--flowlet-gap-us", type=int, metavar="US",
                         help="flowlet gap in µs (with --program p4src/flowlet.p4)")
-    parser.add_argument("--pcap", type=Path, metavar="DIR", help="per-port pcaps into DIR")
-    parser.add_argument("--log-dir", type=Path, metavar="DIR", help="switch logs into DIR")
+    parser.add_argument("--pcap", type=Path, metavar="DIR",
+                        help="capture every switch port into DIR (made if missing): "
+                             "<iface>_in.pcap and <iface>_out.pcap, e.g. leaf0-eth1_in.pcap")
+    parser.add_argument("--log-dir", type=Path, metavar="DIR",
+                        help="switch logs into DIR, one <switch>.log each")
+    parser.add_argument("--log-level", choices=LOG_LEVELS, metavar="LEVEL",
+                        help="switch log level (" + ", ".join(LOG_LEVELS) + "): trace logs "
+                             "every packet and table hit; both p4switch and BMv2")
     parser.add_argument("--web", action="store_true",
                         help="with the CLI: also serve the web view on 127.0.0.1 (--web-port)")
     parser.add_argument("--web-port", type=int, default=8700, metavar="PORT",
@@ -132,9 +141,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         with timer.stage("fabric model"):
             spec = load_fabric(args.fabric, args.scale)
-            target = get_target(args.target).ensure_available()
+            target = get_target(args.target).ensure_available().with_log_level(
+                args.log_level)
             cluster = cluster_options(args)
-    except (ValueError, RuntimeError) as err:
+            if args.pcap is not None:
+                args.pcap = args.pcap.resolve()
+                args.pcap.mkdir(parents=True, exist_ok=True)
+    except (ValueError, RuntimeError, OSError) as err:
         print(f"fabric-lab up: {err}", file=sys.stderr)
         return 2
     setup: dict[str, Setup] = {
@@ -150,7 +163,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         print(f"fabric-lab up: {err}", file=sys.stderr)
         return 2
-    if cluster is not None:
+    if cluster is not None:  # options that leave this machine (`cluster_options`)
+        from topos.mininet.cluster import ClusterNetwork
+
+        assert isinstance(session.net, ClusterNetwork)
         print(session.net.placement.describe(spec).split("\n", 1)[0], flush=True)
     try:
         with session:

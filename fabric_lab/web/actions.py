@@ -18,11 +18,12 @@ from controller.lb import MODES, LbError, LoadBalancing
 from controller.p4rt import P4RuntimeError
 from controller.pipeline import PipelineError
 from targets import Target
-from topos.mininet.cli import LinkError, find_link, link_name, set_link, set_silent_drop
+from topos.errors import FabricLabError
+from topos.mininet.failures import LinkError, find_link, link_name, set_link, set_silent_drop
 from topos.model import FabricSpec
 
 
-class ActionError(ValueError):
+class ActionError(FabricLabError, ValueError):
     """A request the fabric cannot carry out; the message says why."""
 
 

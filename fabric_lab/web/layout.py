@@ -9,7 +9,7 @@ from __future__ import annotations
 from matplotlib.colors import to_hex
 
 from topos import drawing
-from topos.mininet.cli import link_name
+from topos.mininet.failures import link_name
 from topos.model import FabricSpec
 
 

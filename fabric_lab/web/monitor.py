@@ -24,15 +24,14 @@ from controller.fabric import FabricController
 from controller.p4rt import P4RuntimeError
 from controller.periodic import Periodic
 from controller.schema import SchemaError
-from experiments.framework.telemetry import COUNTERS, REGISTERS
+from mechanisms import ecn, pfc, telemetry
 from targets import RuntimeCli, RuntimeCliError, Target, get_target
-from topos.mininet.cli import link_name, link_states
+from topos.mininet.failures import link_name, link_states
 from topos.model import FabricSpec
 
 log = logging.getLogger(__name__)
 HISTORY_S = 10.0
-SLOW_COUNTERS = {"ecn": COUNTERS["ecn_marked"], "pfc_tx": COUNTERS["pfc_tx"],
-                 "pfc_rx": COUNTERS["pfc_rx"]}
+SLOW_COUNTERS = {"ecn": ecn.MARKED_COUNTER, "pfc_tx": pfc.TX_COUNTER, "pfc_rx": pfc.RX_COUNTER}
 FlowSeries = dict  # {"t": [s before now...], "series": {name: [Mb/s...]}, "lost": {...}}
 
 
@@ -160,7 +159,7 @@ class FabricMonitor:
         if channel is None:
             channel = self._channels[switch] = self.target.cli(thrift_port, 5.0)
         try:
-            text = channel.command(f"register_read {REGISTERS['depth_last']}")
+            text = channel.command(f"register_read {telemetry.DEPTH_LAST}")
         except RuntimeCliError as err:
             self.errors.append(str(err))
             return {}

@@ -6,13 +6,15 @@ from __future__ import annotations
 import csv
 import random
 
-from experiments.lb.ballsbins import expected_max_load
+from experiments.framework.ballsbins import expected_max_load
 from fabric_lab.labkit import LabSwitch, Spread, Step, StepFailed, Work, compiles, reference_program, roce_frame
 
 TITLE = "ECMP: the flow key and its hash"
 MINUTES = 45
 PREREQS = "IPv4/UDP headers, the RoCEv2 header stack (docs/mechanisms/ecmp.md)"
 FILE = "ecmp_lab.p4"
+OWN_CONTROLS = ("FlowKey", "FlowIndex")
+WITHHELD = ("flow.p4",)
 
 PORTS = [1, 2, 3, 4]
 SEED = 0x1234
@@ -72,6 +74,10 @@ def every_field_counts(work: Work) -> str:
     return "; ".join(lines)
 
 
+def _address(rng: random.Random) -> str:
+    return f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}"
+
+
 def same_as_the_lab(work: Work) -> str:
     mine = work.switch(PORTS, seed=SEED)
     lab = LabSwitch(reference_program("ecmp"), PORTS, seed=SEED)
@@ -79,7 +85,21 @@ def same_as_the_lab(work: Work) -> str:
         frame = roce_frame(49152 + 7 * i, src_ip=f"10.0.{i % 8}.1")
         if mine.egress_port(frame) != lab.egress_port(frame):
             raise StepFailed(f"flow {i}: your program and p4src/ecmp.p4 pick different ports")
-    return "64 flows on the same ports as p4src/ecmp.p4"
+    # hidden cases: group sizes, hash seeds and flows drawn per run
+    rng = work.rng("ecmp-same-as-the-lab")
+    for _ in range(4):
+        ports = list(range(1, rng.randint(2, 8) + 1))
+        seed = rng.randrange(1 << 16)
+        mine, lab = work.switch(ports, seed=seed), LabSwitch(reference_program("ecmp"), ports,
+                                                              seed=seed)
+        for _ in range(32):
+            src, dst, sport = _address(rng), _address(rng), rng.randrange(1024, 65536)
+            frame = roce_frame(sport, src_ip=src, dst_ip=dst)
+            if mine.egress_port(frame) != lab.egress_port(frame):
+                raise StepFailed(f"hidden case: {src} -> {dst}, UDP source port {sport}, "
+                                 f"{len(ports)} ports, hash seed {seed:#x}: your program and "
+                                 f"p4src/ecmp.p4 pick different ports")
+    return "64 flows, and 128 hidden ones on 2-8 ports, on the same ports as p4src/ecmp.p4"
 
 
 def collisions_experiment(work: Work) -> str:
@@ -112,8 +132,10 @@ def collisions_experiment(work: Work) -> str:
 
 
 STEPS = [
-    Step("compiles", compiles, "fix the compiler's first error; `p4switch-compile -I p4src "
-         "ecmp_lab.p4 -o /tmp/out` shows the same"),
+    Step("compiles, declaring the lab's controls itself", compiles,
+         "fix the compiler's first error (`p4switch-compile ecmp_lab.p4 -o /tmp/out` in your lab "
+         "directory shows the same); declare the lab's controls in your file, never include "
+         "them from p4src/"),
     Step("routes a RoCEv2 packet to a group port", routes,
          "routing is the lab's; if this fails the program no longer includes fabric_main.p4"),
     Step("keeps every flow on one path", one_flow_one_path,

@@ -3,12 +3,23 @@ one switch with an equal-cost group and a clock the checker sets."""
 
 from __future__ import annotations
 
-from fabric_lab.labkit import Spread, Step, StepFailed, Work, compiles, roce_frame
+from fabric_lab.labkit import (
+    LabSwitch,
+    Spread,
+    Step,
+    StepFailed,
+    Work,
+    compiles,
+    reference_program,
+    roce_frame,
+)
 
 TITLE = "Flowlet switching"
 MINUTES = 60
 PREREQS = "lab 1; P4 registers (docs/mechanisms/flowlet.md)"
 FILE = "flowlet_lab.p4"
+OWN_CONTROLS = ("FlowletSwitching",)
+WITHHELD = ("flowlet.p4",)
 
 PORTS = [1, 2, 3, 4]
 GAP_US = 20_000
@@ -59,12 +70,37 @@ def gap_is_the_knob(work: Work) -> str:
     if len(seen_short) < 2:
         raise StepFailed(f"gap 1 ms, packets 5 ms apart: ports {sorted(seen_short)}; every "
                          f"packet is a new flowlet and should move")
-    return f"gap 1 ms: {len(seen_short)} ports; gap 1 s: 1 port"
+    return f"gap 1 ms: {len(seen_short)} ports; gap 1 s: 1 port; {_hidden_schedule(work)}"
+
+
+def _hidden_schedule(work: Work) -> str:
+    """Hidden cases: a gap, flows and an interleaving of their packets drawn per run, with idle
+    times around the gap (exactly the gap, one microsecond more); every packet must leave on
+    the port p4src/flowlet.p4 picks."""
+    rng = work.rng("flowlet-schedule")
+    gap = rng.randrange(200, 50_000)
+    ports = list(range(1, rng.randint(2, 8) + 1))
+    mine = work.switch(ports, seed=0x1234, flowlet_gap_us=gap)
+    lab = LabSwitch(reference_program("flowlet"), ports, seed=0x1234, flowlet_gap_us=gap)
+    flows = [roce_frame(rng.randrange(1024, 65536), src_ip=f"10.0.{rng.randrange(256)}.1")
+             for _ in range(6)]
+    for packet in range(240):
+        idle = rng.choice([1, gap // 3, gap, gap + 1, 2 * gap, rng.randrange(1, 3 * gap)])
+        mine.now_us = lab.now_us = lab.now_us + idle
+        frame = rng.choice(flows)
+        if mine.egress_port(frame) != lab.egress_port(frame):
+            raise StepFailed(f"hidden case: gap {gap} us, {len(ports)} ports, packet {packet} "
+                             f"after {idle} us idle: your program and p4src/flowlet.p4 pick "
+                             f"different ports (a new flowlet exactly when more than the gap "
+                             f"passed)")
+    return f"240 hidden packets (gap {gap} us) on the ports of p4src/flowlet.p4"
 
 
 STEPS = [
-    Step("compiles", compiles, "fix the compiler's first error; `p4switch-compile -I p4src "
-         "flowlet_lab.p4 -o /tmp/out` shows the same"),
+    Step("compiles, declaring the lab's controls itself", compiles,
+         "fix the compiler's first error (`p4switch-compile flowlet_lab.p4 -o /tmp/out` in your lab "
+         "directory shows the same); declare the lab's controls in your file, never include "
+         "them from p4src/"),
     Step("keeps a flowlet on one path inside the gap", keeps_path_inside_gap,
          "TODO 1 compares with gap_us, TODO 2 stores the time for every packet"),
     Step("spreads new flowlets over every path", new_flowlets_spread,

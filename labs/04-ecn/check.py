@@ -4,6 +4,8 @@ chooses for each packet."""
 
 from __future__ import annotations
 
+import random
+
 from controller.congestion import EcnProfile
 from fabric_lab.labkit import LabSwitch, Step, StepFailed, Work, compiles, roce_frame
 
@@ -11,6 +13,8 @@ TITLE = "ECN: RED marking on the queue depth"
 MINUTES = 45
 PREREQS = "lab 1; ECN bits, DCQCN (docs/mechanisms/ecn.md)"
 FILE = "ecn_lab.p4"
+OWN_CONTROLS = ("EcnMarking",)
+WITHHELD = ("ecn.p4",)
 
 PORTS = [1]
 NOT_ECT, ECT0, CE = 0, 2, 3
@@ -61,7 +65,32 @@ def red_probability(work: Work) -> str:
     if not want * 0.7 <= marks <= want * 1.3:
         raise StepFailed(f"queue depth 8 with kmin 4, kmax 12, pmax 1: {marks} of 400 marked; "
                          f"RED marks about {want:.0f}")
-    return f"depth 8: {marks} of 400 marked (expected about {want:.0f})"
+    return f"depth 8: {marks} of 400 marked (expected about {want:.0f}); {_hidden_draws(work)}"
+
+
+def _hidden_draws(work: Work) -> str:
+    """Hidden cases: thresholds drawn per run, each met by a draw equal to it and one below.
+    The engine draws random() from Python's shared generator; seeding it lets the checker
+    know each packet's draw and install a threshold of exactly that draw (no mark: the draw is
+    not below it) or one more (a mark)."""
+    from p4switch.cpmodel import FieldMatch
+
+    rng = work.rng("ecn-draws")
+    for case in range(24):
+        seed = rng.randrange(1 << 30)
+        draw = random.Random(seed).randint(0, 65534)  # the draw random(draw, 0, 65534) makes
+        above = rng.random() < 0.5
+        switch = work.switch(PORTS)
+        switch.insert("ecn.ecn_profile", (FieldMatch("range", low=0, high=1000),),
+                      "ecn.set_mark_threshold", (draw + above,), priority=1)
+        random.seed(seed)
+        marked = _marked(switch, rng.randrange(1, 1000), 1)
+        if marked != above:
+            raise StepFailed(f"hidden case {case}: the draw was {draw} and the threshold "
+                             f"{draw + above}: the packet was {'' if marked else 'not '}marked; "
+                             f"mark exactly when draw < threshold")
+    return "24 hidden draws at and below their threshold"
+
 
 
 def only_ect(work: Work) -> str:
@@ -72,6 +101,11 @@ def only_ect(work: Work) -> str:
             if (out[15] & 3) != ecn:
                 raise StepFailed(f"a {name} packet left with ECN bits {out[15] & 3}: only "
                                  f"ECN-capable packets may be marked")
+    counted = switch.counter("ecn.ecn_marked_counter", PORTS[0])
+    if counted:
+        raise StepFailed(f"10 Not-ECT and 10 CE packets at depth 40, none marked by this switch, "
+                         f"yet ecn_marked_counter[{PORTS[0]}] = {counted}: a packet that arrives "
+                         f"marked CE is not marked (nor counted) again")
     marks = _marked(switch, 40, 1, ecn=1)
     if marks != 1:
         raise StepFailed("an ECT(1) packet at depth 40 was not marked")
@@ -91,8 +125,10 @@ def counts_marks(work: Work) -> str:
 
 
 STEPS = [
-    Step("compiles", compiles, "fix the compiler's first error; `p4switch-compile -I p4src "
-         "ecn_lab.p4 -o /tmp/out` shows the same"),
+    Step("compiles, declaring the lab's controls itself", compiles,
+         "fix the compiler's first error (`p4switch-compile ecn_lab.p4 -o /tmp/out` in your lab "
+         "directory shows the same); declare the lab's controls in your file, never include "
+         "them from p4src/"),
     Step("marks every ECT packet from kmax on", marks_from_kmax,
          "TODO 2: threshold 65535 is above every draw in [0, 65534]: mark when draw < threshold"),
     Step("marks nothing below kmin", none_below_kmin,

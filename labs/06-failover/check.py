@@ -16,6 +16,12 @@ TITLE = "Failover: routes around failed links"
 MINUTES = 45
 PREREQS = "lab 1; shortest paths, ECMP groups (docs/mechanisms/failover.md)"
 FILE = "failover_lab.py"
+FORBIDDEN_IMPORTS = {
+    "controller.fabric": "the lab's controller already holds this computation "
+                         "(FabricController.routes); write it from controller.routes.compute_routes",
+    "controller.reconverge": "write the route computation from controller.routes.compute_routes",
+    "importlib": "import modules with import statements",
+}
 
 
 def _down_link(spec: FabricSpec, a: str, b: str) -> set[tuple[str, int]]:
@@ -45,7 +51,7 @@ def _ports_used(routes) -> set[int]:
 def loads(work: Work) -> str:
     work.function("routes_after")
     work.function("live_fabric")
-    return "routes_after() and live_fabric() found"
+    return "routes_after() and live_fabric() found (the controller's own not imported)"
 
 
 def unchanged_without_failures(work: Work) -> str:
@@ -71,8 +77,9 @@ def avoids_failed_link(work: Work) -> str:
             if not hops:
                 raise StepFailed(f"{name} has no route to {nic.name} ({nic.ip}) although the "
                                  f"fabric still connects them")
-    leaf0 = {hop.neighbour for hops in plan["leaf0"].routes.values() for hop in hops}
-    return f"leaf0 now reaches the fabric through {', '.join(sorted(leaf0 - {'spine0'}))}"
+    leaf0 = {hop.neighbour for hops in plan["leaf0"].routes.values() for hop in hops
+             if spec.is_switch(hop.neighbour)}
+    return f"leaf0 now reaches the fabric through {', '.join(sorted(leaf0))}"
 
 
 def cut_off_switch_keeps_routes(work: Work) -> str:
@@ -123,6 +130,40 @@ def dual_tor_survives(work: Work) -> str:
             f"plane ({kept} switch-NIC routes kept)")
 
 
+def hidden_failures(work: Work) -> str:
+    """Hidden cases: links and whole switches failed at random (drawn per run) on fabrics at
+    scales the handout does not list; every switch must hold what the controller would write."""
+    rng = work.rng("failover")
+    shown = 0
+    for fabric, params in (("leafspine", {"leaves": rng.randint(2, 5),
+                                          "spines": rng.randint(2, 4)}),
+                           ("hpn7", {}), ("aipod", {"rails": rng.randint(1, 3)})):
+        spec = build_fabric(fabric, **params)
+        for _ in range(3):
+            down: set[tuple[str, int]] = set()
+            inner = [ln for ln in spec.links if spec.is_switch(ln.a.node)
+                     and spec.is_switch(ln.b.node)]
+            for link in rng.sample(inner, k=rng.randint(1, 3)):
+                down |= {(link.a.node, link.a.port), (link.b.node, link.b.port)}
+            if rng.random() < 0.5:
+                down |= _down_switch(spec, rng.choice(spec.switches).name)
+            plan, want = _plan(work, spec, down), _reference(spec, down)
+            whole = compute_routes(spec)
+            live = {name for name in want if any(
+                (ln.a.node, ln.a.port) not in down and (ln.b.node, ln.b.port) not in down
+                for ln in spec.links_of(name))}
+            for name in want:
+                expected = want[name] if name in live else whole[name]
+                if plan[name].routes != expected.routes:
+                    ends = ", ".join(f"{n}:{p}" for n, p in sorted(down))
+                    raise StepFailed(f"hidden case: {fabric} {params} with ports down {ends}: "
+                                     f"{name}'s routes differ from what the controller writes"
+                                     + ("" if name in live else " (it has no link up: it keeps "
+                                        "its whole-fabric routes)"))
+            shown += 1
+    return f"{shown} hidden failure sets on leafspine, hpn7 and aipod: every switch right"
+
+
 def _receiver_losses(lines: list[str]) -> tuple[int, int, list[str]]:
     """(QPs reported, QPs complete without loss, the receiver's lines) from `traffic`."""
     got = [line for line in lines if "received: QP " in line]
@@ -142,7 +183,7 @@ def live_downlink(work: Work) -> str:
     from fabric_lab.labkit import P4SRC
     from targets import P4SWITCH
     from topos.mininet import FabricNetwork
-    from topos.mininet.cli import find_link, set_link
+    from topos.mininet.failures import find_link, set_link
     from topos.mininet.traffic_cmd import TrafficError, run_traffic
     from topos.relocate import prefixed
 
@@ -203,6 +244,8 @@ STEPS = [
          "TODO 2: a switch with no link up in the live fabric takes compute_routes(spec)'s"),
     Step("HPN 7.0: a failed ToR leaves its dual-homed NICs reachable", dual_tor_survives,
          "nothing HPN-specific is needed: the live fabric still connects the NIC's other port"),
+    Step("hidden failures: random links and switches down", hidden_failures,
+         "route over the live fabric only; a switch with no link up keeps compute_routes(spec)'s"),
     Step("a fabric routed by your code survives a spine downlink failure (short real run)",
          live_downlink, "the leaves must stop sending to the spine that lost its downlink: "
          "see step 3; `sudo fabric-lab up leafspine` and `link_fail spine0 leaf1` shows it live",

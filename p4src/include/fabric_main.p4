@@ -4,7 +4,8 @@
  *   LB_MODE_DLB      per-packet round-robin spraying over live uplinks, blind to load; reorder
  *                    tags added at the first switch unless the host tagged
  *   LB_MODE_QDLB     queue-aware per-packet DLB: the less loaded (queue depth) of two live
- *                    members per packet; reorder tags as in LB_MODE_DLB */
+ *                    members per packet; reorder tags as in LB_MODE_DLB
+ * Every mode pushes in-band telemetry records (int.p4) onto packets that ask for them. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -16,6 +17,7 @@
 #include "ecn.p4"
 #include "pfc.p4"
 #include "telemetry.p4"
+#include "int.p4"
 #ifdef LB_MODE_DLB
 #include "dlb.p4"
 #endif
@@ -90,6 +92,7 @@ control FabricEgress(inout headers_t hdr,
     PfcGeneration() pfc;
     EgressPortIo() port_io;
     QueueTelemetry() telemetry;
+    InbandTelemetry() int_telemetry;
 #ifdef LB_MODE_QDLB
     DlbPortLoad() dlb_port_load;
 #endif
@@ -99,6 +102,7 @@ control FabricEgress(inout headers_t hdr,
         ecn.apply(hdr, standard_metadata);
         port_io.apply(hdr, standard_metadata);
         telemetry.apply(standard_metadata);
+        int_telemetry.apply(hdr, standard_metadata);
 #ifdef LB_MODE_QDLB
         dlb_port_load.apply(standard_metadata);
 #endif

@@ -7,6 +7,7 @@ const bit<16> ETHERTYPE_MAC_CONTROL = 0x8808;
 const bit<16> MAC_CONTROL_PFC       = 0x0101;
 const bit<8>  IP_PROTO_UDP          = 17;
 const bit<8>  IP_PROTO_DLB_TAG      = 253;   /* RFC 3692 experimental: reorder tag shim */
+const bit<8>  IP_PROTO_INT          = 254;   /* RFC 3692 experimental: in-band telemetry shim */
 const bit<16> UDP_PORT_ROCEV2       = 4791;
 const bit<9>  CPU_PORT              = 510;
 
@@ -63,6 +64,29 @@ header dlb_tag_h {
     bit<32> seq;          /* per-flow sequence number */
 }
 
+/* In-band telemetry (int.p4): a 4-byte shim after IPv4 (or after the reorder tag), IPv4
+ * protocol 254, then hop_count records of 24 bytes, the newest first. A sender asks for
+ * telemetry by sending the shim with hop_count 0. */
+#define INT_MAX_HOPS 5
+
+header int_shim_h {
+    bit<8>  next_proto;   /* the protocol after the records (17) */
+    bit<8>  flags;        /* bit 0: a switch found no room for its record */
+    bit<8>  max_hops;     /* records the sender allows (the switches also stop at INT_MAX_HOPS) */
+    bit<8>  hop_count;    /* records that follow */
+}
+
+header int_hop_h {
+    bit<16> switch_id;    /* set by the controller */
+    bit<16> ingress_port;
+    bit<16> egress_port;
+    bit<16> qdepth;       /* packets left in the egress queue as this one left (deq_qdepth) */
+    bit<48> egress_ts;    /* µs since the switch started, at dequeue */
+    bit<16> hop_latency;  /* µs this packet queued (deq_timedelta), saturating */
+    bit<32> tx_bytes;     /* bytes sent on the egress port so far, modulo 2^32 */
+    bit<32> link_mbps;    /* the egress link's rate, Mb/s (0: not configured) */
+}
+
 header udp_h {
     bit<16> src_port;
     bit<16> dst_port;
@@ -107,6 +131,8 @@ struct headers_t {
     pfc_pad_h    pfc_pad;
     ipv4_h       ipv4;
     dlb_tag_h    dlb_tag;
+    int_shim_h   int_shim;
+    int_hop_h[INT_MAX_HOPS] int_hops;
     udp_h        udp;
     bth_h        bth;
 }

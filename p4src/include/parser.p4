@@ -43,12 +43,42 @@ parser FabricParser(packet_in packet,
         transition select(hdr.ipv4.protocol) {
             IP_PROTO_UDP: parse_udp;
             IP_PROTO_DLB_TAG: parse_dlb_tag;
+            IP_PROTO_INT: parse_int_shim;
             default: accept;
         }
     }
     state parse_dlb_tag {
         packet.extract(hdr.dlb_tag);
         transition select(hdr.dlb_tag.next_proto) {
+            IP_PROTO_UDP: parse_udp;
+            IP_PROTO_INT: parse_int_shim;
+            default: accept;
+        }
+    }
+    /* INT: the records a shim announces, at most INT_MAX_HOPS (more: left unparsed). */
+    state parse_int_shim {
+        packet.extract(hdr.int_shim);
+        meta.int_hops_left = hdr.int_shim.hop_count;
+        transition select(hdr.int_shim.hop_count) {
+            0: parse_int_next;
+            1: parse_int_hop;
+            2: parse_int_hop;
+            3: parse_int_hop;
+            4: parse_int_hop;
+            5: parse_int_hop;
+            default: accept;
+        }
+    }
+    state parse_int_hop {
+        packet.extract(hdr.int_hops.next);
+        meta.int_hops_left = meta.int_hops_left - 1;
+        transition select(meta.int_hops_left) {
+            0: parse_int_next;
+            default: parse_int_hop;
+        }
+    }
+    state parse_int_next {
+        transition select(hdr.int_shim.next_proto) {
             IP_PROTO_UDP: parse_udp;
             default: accept;
         }
@@ -96,6 +126,8 @@ control FabricDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.pfc_pad);
         packet.emit(hdr.ipv4);
         packet.emit(hdr.dlb_tag);
+        packet.emit(hdr.int_shim);
+        packet.emit(hdr.int_hops);
         packet.emit(hdr.udp);
         packet.emit(hdr.bth);
     }

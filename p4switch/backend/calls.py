@@ -12,11 +12,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..frontend import ast as A
+from ..frontend import ast_decl as D
+from ..frontend.diagnostics import UnsupportedConstruct
 from ..frontend.symbols import ActionSym, FunctionSym, InstanceSym, VarSym
-from ..frontend.types import StackType, StructType
+from ..frontend.types import BlockType, StackType, StructType
 from .emitter import py_ident
 from .env import Env, Frame
-from .expr import Unsupported
 from .stmt import union_member
 from .structs import is_aggregate, zero_value
 
@@ -46,10 +47,11 @@ class CallGen:
             self.hoist_args(c, env)
             self.ctx.extern.extern_call(c, env, statement=True)
         elif kind == "header_method":
-            h = self.ctx.expr.ex(c.func.expr, env)
-            name = c.func.name
+            method = _method(c)
+            h = self.ctx.expr.ex(method.expr, env)
+            name = method.name
             if name == "setValid":
-                self.invalidate_union_siblings(c.func.expr, env)
+                self.invalidate_union_siblings(method.expr, env)
                 self.ctx.em.line(f"if not {h}._valid:")
                 with self.ctx.em.indent():
                     self.ctx.em.line(f"{h}._zero()")
@@ -57,10 +59,12 @@ class CallGen:
             elif name == "setInvalid":
                 self.ctx.em.line(f"{h}._valid = False")
         elif kind == "stack_method":
-            st = self.ctx.expr.ex(c.func.expr, env)
-            self.ctx.em.line(f"{st}.{c.func.name}({c.args[0].expr.const})")
+            method, count = _method(c), c.args[0].expr
+            assert count is not None  # push_front/pop_front take a count
+            st = self.ctx.expr.ex(method.expr, env)
+            self.ctx.em.line(f"{st}.{method.name}({count.const})")
         elif kind == "table_apply":
-            self.ctx.table.table_apply(c.func.expr.ref.decl, env)
+            self.ctx.table.table_apply(_method(c).expr.ref.decl, env)
         elif kind == "control_apply":
             self.hoist_args(c, env)
             self.inline_control(c, env)
@@ -68,7 +72,7 @@ class CallGen:
             self.hoist_args(c, env)
             self.ctx.parser.inline_subparser(c, env)
         else:
-            raise Unsupported(c.pos, f"call of kind {kind or type(c.func).__name__}")
+            raise UnsupportedConstruct(c.pos, f"call of kind {kind or type(c.func).__name__}")
 
     def hoist_args(self, c: A.Call, env: Env) -> None:
         for _, a in getattr(c, "bound", []):
@@ -77,13 +81,13 @@ class CallGen:
 
     def call_expr(self, c: A.Call, env: Env) -> str:
         hoisted = getattr(c, "hoisted", None)
-        if c.kind == "header_method" and c.func.name == "isValid":
-            return f"{self.ctx.expr.ex(c.func.expr, env)}._valid"
+        if c.kind == "header_method" and _method(c).name == "isValid":
+            return f"{self.ctx.expr.ex(_method(c).expr, env)}._valid"
         if c.kind == "function":
             return hoisted if hoisted else self.function_call(c, env)
         if c.kind in ("extern_func", "extern_method"):
             return self.ctx.extern.extern_call(c, env, statement=False)
-        raise Unsupported(c.pos, f"call of kind {c.kind} in an expression")
+        raise UnsupportedConstruct(c.pos, f"call of kind {c.kind} in an expression")
 
     def bind_params(self, bound, env: Env, inner: Env, by_ref_ok: bool) -> list[str]:
         """Copy-in: bind parameters in `inner`; returns the copy-out lines."""
@@ -123,6 +127,7 @@ class CallGen:
         """A header union holds at most one valid member."""
         if not union_member(member):
             return
+        assert isinstance(member, A.Member)  # union_member() says it is one
         base = self.ctx.expr.ex(member.expr, env)
         for name, _ in member.expr.type.fields:
             if name != member.name:
@@ -183,7 +188,9 @@ class CallGen:
             if p.direction in ("out", "inout"):
                 outs.append((p, a))
                 if p.direction == "out" or a is None:
-                    args.append(zero_value(inner_sym(p).type))
+                    sym = inner_sym(p)
+                    assert sym is not None  # the checker declared the function's parameters
+                    args.append(zero_value(sym.type))
                 else:
                     v = self.ctx.expr.ex(a, env)
                     args.append(v + "._copy()" if is_aggregate(a.type) else v)
@@ -201,10 +208,12 @@ class CallGen:
         return f"{res}[0]"
 
     def inline_control(self, c: A.Call, env: Env) -> None:
-        isym = c.func.expr.ref
-        if not isinstance(isym, InstanceSym) or not isinstance(isym.type.decl, A.ControlDecl):
-            raise Unsupported(c.pos, "applying a control passed as a constructor argument")
+        isym = _method(c).expr.ref
+        if not isinstance(isym, InstanceSym) or not isinstance(isym.type, BlockType) \
+                or not isinstance(isym.type.decl, D.ControlDecl):
+            raise UnsupportedConstruct(c.pos, "applying a control passed as a constructor argument")
         decl = isym.type.decl
+        assert decl.body is not None  # the parser gives a control its apply block
         inst = self.ctx.program.sub_instance(isym, env)
         frame = Frame(ret="break")
         inner = Env(env, frame, inst)
@@ -217,7 +226,7 @@ class CallGen:
         return self.ctx.program.fq_name(sym.decl, sym.owner)
 
 
-def inner_sym(p: A.Param) -> VarSym | None:
+def inner_sym(p: D.Param) -> VarSym | None:
     return getattr(p, "sym", None)
 
 
@@ -265,3 +274,9 @@ def _has_return(stmts) -> bool:
         if isinstance(s, A.Switch) and any(c.body and _has_return([c.body]) for c in s.cases):
             return True
     return False
+
+
+def _method(c: A.Call) -> A.Member:
+    """The `x.method` a method call (header, stack, table, control, parser, extern) calls."""
+    assert isinstance(c.func, A.Member)
+    return c.func

@@ -21,13 +21,20 @@ class Frame:
 
 
 class Env:
+    """A scope of generated code: its bindings, the frame it returns from and the instance whose
+    code it is (given to a root environment, inherited by the ones inside it)."""
+
     def __init__(self, parent: Env | None = None, frame: Frame | None = None,
-                 instance: Any = None):
+                 instance: Instance | None = None):
         self.parent = parent
         self.vars: dict[int, Any] = {}
-        self.frame = frame if frame is not None else (parent.frame if parent else Frame())
-        self.instance = instance if instance is not None else (parent.instance if parent
-                                                               else None)
+        if parent is None:
+            assert instance is not None  # a root environment is one instance's
+            self.frame: Frame = frame if frame is not None else Frame()
+            self.instance: Instance = instance
+        else:
+            self.frame = frame if frame is not None else parent.frame
+            self.instance = instance if instance is not None else parent.instance
 
     def bind(self, sym: Any, value: Any) -> None:
         self.vars[id(sym)] = value
@@ -58,7 +65,7 @@ class Instance:
     """A parser/control instance: its decl and the control-plane name prefix."""
 
     decl: Any
-    prefix: str
+    prefix: str  # "": a function's (it names nothing of the control plane)
     role: str = ""
     path: tuple = ()  # where p4c meets it: stage, then local positions of the instantiations
 

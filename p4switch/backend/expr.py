@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..frontend import ast as A
+from ..frontend.diagnostics import UnsupportedConstruct
 from ..frontend.symbols import ConstSym
 from ..frontend.types import (
     Bits,
@@ -23,13 +24,6 @@ from .structs import class_name, is_aggregate
 
 if TYPE_CHECKING:
     from .context import GenContext
-
-
-class Unsupported(Exception):
-    def __init__(self, pos, what: str):
-        super().__init__(what)
-        self.pos = pos
-        self.what = what
 
 
 def literal(value, t: P4Type | None = None) -> str:
@@ -68,7 +62,7 @@ class ExprGen:
             return literal(sym.value, sym.type)
         v = env.get(sym)
         if v is None:
-            raise Unsupported(e.pos, f"reference to '{e.name}' here")
+            raise UnsupportedConstruct(e.pos, f"reference to '{e.name}' here")
         return v if isinstance(v, str) else v.pyname
 
     def _x_Member(self, e: A.Member, env: Env) -> str:
@@ -89,7 +83,7 @@ class ExprGen:
                 return f"{base}.next_index"
         if isinstance(e.expr.type, StructType):
             return f"{self.ex(e.expr, env)}.{py_ident(e.name)}"
-        raise Unsupported(e.pos, f"member '{e.name}' here")
+        raise UnsupportedConstruct(e.pos, f"member '{e.name}' here")
 
     def _x_Index(self, e: A.Index, env: Env) -> str:
         if isinstance(e.expr.type, StackType):
@@ -121,7 +115,7 @@ class ExprGen:
         if op in ("<", ">", "<=", ">="):
             return f"({a} {op} {b})"
         if not isinstance(t, Bits):
-            raise Unsupported(e.pos, f"operator {op} on {t}")
+            raise UnsupportedConstruct(e.pos, f"operator {op} on {t}")
         w, m = t.width, _mask(t.width)
         sw = t.signed
         if op == "++":
@@ -165,7 +159,7 @@ class ExprGen:
         if e.op == "+":
             return a
         if not isinstance(t, Bits):
-            raise Unsupported(e.pos, f"operator {e.op} on {t}")
+            raise UnsupportedConstruct(e.pos, f"operator {e.op} on {t}")
         if e.op == "~":
             return f"(~{a})" if t.signed else f"({a} ^ {_mask(t.width)})"
         return f"_signed(-{a}, {t.width})" if t.signed else f"((-{a}) & {_mask(t.width)})"
@@ -206,7 +200,7 @@ class ExprGen:
     def _x_StructInit(self, e: A.StructInit, env: Env) -> str:
         t = e.type
         if not isinstance(t, StructType):
-            raise Unsupported(e.pos, "struct initializer without a known struct type")
+            raise UnsupportedConstruct(e.pos, "struct initializer without a known struct type")
         vals = dict(e.fields)
         items = [self.ex(vals[n], env) for n, _ in t.fields]
         return f"{class_name(t)}._of(({''.join(i + ', ' for i in items)}))"

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..externs import EXTERNS
 from ..frontend import ast as A
+from ..frontend.diagnostics import UnsupportedConstruct
 from ..frontend.symbols import InstanceSym
 from ..frontend.types import (
     BoolType,
@@ -19,7 +20,6 @@ from ..frontend.types import (
 )
 from ..runtime.hashing import ALGORITHMS
 from .env import Env
-from .expr import Unsupported
 from .layout import struct_format, unit_value, units
 from .rt import csum16_int_expr
 from .structs import class_name, pack_expr
@@ -79,9 +79,9 @@ class ExternGen:
             for i in range(t.size):
                 idx = A.Const(e.pos, i)
                 idx.const, idx.type = i, None
-                sub = A.Index(e.pos, e, idx)
-                sub.type = t.elem
-                self._flatten(sub, env, out, guard)
+                item = A.Index(e.pos, e, idx)
+                item.type = t.elem
+                self._flatten(item, env, out, guard)
             return
         if isinstance(e, A.Member) and isinstance(e.expr.type, StructType) and \
                 e.expr.type.kind == "header" and guard is None:
@@ -191,19 +191,22 @@ class ExternGen:
     # ---- calls ---------------------------------------------------------------------------
     def extern_call(self, c: A.Call, env: Env, statement: bool) -> str:
         if c.kind == "extern_method":
-            obj = c.func.expr
+            method = c.func
+            assert isinstance(method, A.Member)  # `obj.method(...)`
+            obj = method.expr
             tname = obj.type.decl.name
             extern = EXTERNS.get(tname)
-            if extern is not None and c.func.name in extern.methods:
-                return extern.methods[c.func.name](self.ctx, c, obj, env) or ""
-            handler = getattr(self, f"_m_{tname}_{c.func.name}", None)
+            if extern is not None and method.name in extern.methods:
+                return extern.methods[method.name](self.ctx, c, obj, env) or ""
+            handler = getattr(self, f"_m_{tname}_{method.name}", None)
             if handler is None:
-                raise Unsupported(c.pos, f"{tname}.{c.func.name}")
+                raise UnsupportedConstruct(c.pos, f"{tname}.{method.name}")
             return handler(c, obj, env) or ""
+        assert isinstance(c.func, A.Name)  # an extern function is called by its name
         name = c.func.name
         handler = getattr(self, f"_f_{name}", None)
         if handler is None:
-            raise Unsupported(c.pos, f"extern {name}")
+            raise UnsupportedConstruct(c.pos, f"extern {name}")
         if name != "static_assert":  # p4c folds static_assert away
             self.ctx.listed.note_extern_function_call()
         return handler(c, env) or ""
@@ -214,10 +217,10 @@ class ExternGen:
     def _algo(self, e: A.Expr) -> str:
         t = e.type
         if not isinstance(t, EnumType) or e.const is None:
-            raise Unsupported(e.pos, "non-constant hash algorithm")
+            raise UnsupportedConstruct(e.pos, "non-constant hash algorithm")
         name = t.members[e.const]
         if name not in ALGORITHMS:
-            raise Unsupported(e.pos, f"hash algorithm {name}")
+            raise UnsupportedConstruct(e.pos, f"hash algorithm {name}")
         if name == "csum16":
             return "_csum16"  # bit-exact with the runtime's, computed in C
         return self.ctx.program.closure(f"_ALGORITHMS[{name!r}]", "H_" + name)
@@ -225,7 +228,7 @@ class ExternGen:
     def _f_mark_to_drop(self, c, env):
         args = self.args(c)
         if not args:
-            raise Unsupported(c.pos, "mark_to_drop() without argument")
+            raise UnsupportedConstruct(c.pos, "mark_to_drop() without argument")
         sm = self.ctx.expr.ex(args[0], env)
         self.ctx.em.line(f"{sm}.egress_spec = _DROP")
         self.ctx.em.line(f"{sm}.mcast_grp = 0")
@@ -250,6 +253,7 @@ class ExternGen:
 
     def _checksum(self, c, env, verify: bool, payload: bool):
         cond, data, cksum, algo = self.args(c)
+        assert cond is not None and data is not None and cksum is not None and algo is not None
         fn = self._algo(algo)
         if fn == "_csum16" and not payload:
             value = self.csum16_of(data, env)
@@ -299,7 +303,7 @@ class ExternGen:
         _, data = self.args(c)
         t = data.type
         if not isinstance(t, StructType) or t.name.startswith("{"):
-            raise Unsupported(data.pos, "digest of a value that is not a named struct")
+            raise UnsupportedConstruct(data.pos, "digest of a value that is not a named struct")
         self.ctx.digest_types[t.name] = t
         # BMv2 reads the digest's field list when ingress ends (and keeps only the last
         # digest() call): fields are read then; computed values are taken now
@@ -347,13 +351,13 @@ class ExternGen:
     def instance(self, obj: A.Expr, env: Env) -> str:
         sym = obj.ref
         if not isinstance(sym, InstanceSym):
-            raise Unsupported(obj.pos, "extern object passed around")
+            raise UnsupportedConstruct(obj.pos, "extern object passed around")
         v = self.ctx.program.global_instance(sym)
         if v is None and env.instance is not None and \
                 env.instance.decl.scope.names.get(sym.name) is sym:
             v = self.ctx.program.extern_instance(sym, env.instance.prefix)
         if v is None:
-            raise Unsupported(obj.pos, f"extern instance {sym.name} here")
+            raise UnsupportedConstruct(obj.pos, f"extern instance {sym.name} here")
         return v
 
     def _m_packet_in_extract(self, c, obj, env):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from .. import cpmodel as cp
 from ..externs import EXTERNS
-from ..frontend import ast as A
+from ..frontend import ast_decl as D
 from ..frontend.symbols import InstanceSym
 from ..frontend.types import ExternType
 from .model import explicit_id, local_name
@@ -41,12 +41,13 @@ class ListedGen:
     def declare_externs(self, decl, prefix: str | None) -> None:
         """The extern instances local to a parser or control instance named `prefix`."""
         for loc in decl.locals:
-            if isinstance(loc, A.Instantiation):
+            if isinstance(loc, D.Instantiation):
                 sym = decl.scope.names.get(loc.name)
                 if isinstance(sym, InstanceSym) and isinstance(sym.type, ExternType):
                     self._declare_extern(sym, prefix)
 
     def _declare_extern(self, sym: InstanceSym, prefix: str | None) -> None:
+        assert isinstance(sym.type, ExternType)  # the caller checked
         kind = sym.type.decl.name
         if getattr(sym.decl.tref, "name", kind) != kind:
             return  # through a typedef
@@ -67,11 +68,14 @@ class ListedGen:
             annos = [a for a in sym.decl.annotations if a.name not in ("name", "id")]
             eid = explicit_id(sym.decl.annotations)
             args = [a.const for a in sym.ctor_args]
-            out.append(EXTERNS[sym.type.decl.name].unattached(name, annos, eid, args))
+            assert isinstance(sym.type, ExternType)  # declared by _declare_extern
+            unattached = EXTERNS[sym.type.decl.name].unattached
+            assert unattached is not None  # a direct extern's kind makes the entry
+            out.append(unattached(name, annos, eid, args))
         return out
 
     # ---- extern function calls -------------------------------------------------------------
-    def note_function_call(self, decl: A.FunctionDecl) -> None:
+    def note_function_call(self, decl: D.FunctionDecl) -> None:
         if self.ctx.current_function is not None or not self.ctx.in_parser:
             self.ctx.function_calls.setdefault(self.ctx.current_function, set()).add(id(decl))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import cpmodel as cp
 from ..frontend import ast as A
+from ..frontend import ast_decl as D
 from ..frontend.types import BoolType, EnumType, bit_width
 
 
@@ -17,7 +18,7 @@ def local_name(decl, prefix: str | None) -> str:
     return f"{prefix}.{decl.name}" if prefix else decl.name
 
 
-def key_name(k: A.KeyElement) -> str:
+def key_name(k: D.KeyElement) -> str:
     given = A.annotation_string(k.annotations, "name")
     return given if given is not None else expr_text(k.expr)
 
@@ -87,7 +88,7 @@ class ModelBuilder:
         self._actions: dict[str, cp.Action] = {}
         self.keys: dict[int, tuple] = {}  # id(model object) -> order key
 
-    def action(self, decl: A.ActionDecl, name: str, key: tuple = (),
+    def action(self, decl: D.ActionDecl, name: str, key: tuple = (),
                in_table: bool = True) -> cp.Action:
         """Add an action once. An action only ever called directly has its (constant)
         arguments folded in by p4c, so it is listed without parameters."""
@@ -116,8 +117,9 @@ class ModelBuilder:
         m = self.model
         m.tables.sort(key=lambda obj: self.keys.get(id(obj), ()))
         self._order_top_level_actions()
-        for items in (m.actions, m.counters, m.meters, m.registers, *m.extern_lists.values(),
-                      m.action_profiles):
+        lists: list[list] = [m.actions, m.counters, m.meters, m.registers,
+                             *m.extern_lists.values(), m.action_profiles]
+        for items in lists:
             items.sort(key=lambda obj: self.keys.get(id(obj), ()))
 
     def _order_top_level_actions(self) -> None:

@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..frontend import ast as A
+from ..frontend import ast_decl as D
+from ..frontend.diagnostics import UnsupportedConstruct
 from ..frontend.symbols import InstanceSym
-from ..frontend.types import Bits, BoolType, StackType, StructType, bit_width
+from ..frontend.types import Bits, BlockType, BoolType, StackType, StructType, Varbit, bit_width
 from .emitter import py_ident
 from .env import Env
-from .expr import Unsupported
 from .structs import extract_lines, zero_value
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ class _Machine:
     """A parser's states: ids for the dispatch loop, and the states whose code is inlined
     at their single incoming transition instead (no trip through the loop)."""
 
-    def __init__(self, decl: A.ParserDecl, var: str, accept: str):
+    def __init__(self, decl: D.ParserDecl, var: str, accept: str):
         self.var = var
         self.accept = accept
         self.states = {st.name: st for st in decl.states}
@@ -45,7 +46,7 @@ class ParserGen:
     def __init__(self, ctx: GenContext) -> None:
         self.ctx = ctx
 
-    def gen_parser_states(self, decl: A.ParserDecl, env: Env, accept: str) -> None:
+    def gen_parser_states(self, decl: D.ParserDecl, env: Env, accept: str) -> None:
         """Emit the state machine; `accept` is the statement that leaves it on accept."""
         em = self.ctx.em
         for loc in decl.locals:
@@ -62,7 +63,7 @@ class ParserGen:
                 with em.indent():
                     self._state_body(st, m, env)
 
-    def _state_body(self, st: A.ParserState, m: _Machine, env: Env) -> None:
+    def _state_body(self, st: D.ParserState, m: _Machine, env: Env) -> None:
         inner = Env(env)
         self.ctx.stmt.block(st.stmts, inner)
         self._transition(st.next, m, inner)
@@ -144,10 +145,11 @@ class ParserGen:
         em = self.ctx.em
         t = target.type
         if not isinstance(t, StructType) or t.kind != "header":
-            raise Unsupported(target.pos, f"extract into {t}")
+            raise UnsupportedConstruct(target.pos, f"extract into {t}")
         if (vbits is None) != (t.varbit is None):
-            raise Unsupported(target.pos, "extract of a header with a varbit field needs its "
+            raise UnsupportedConstruct(target.pos, "extract of a header with a varbit field needs its "
                                           "size, and only such headers take one")
+        nbytes: str | int
         if vbits is not None:
             nbytes = em.fresh("nbytes")
             nbits = em.fresh("vbits")
@@ -173,7 +175,10 @@ class ParserGen:
         with em.indent():
             em.line(f"raise _ParserError({too_short})")
         if vbits is not None:
-            em.line(f"if {nbytes} > {(t.fixed_width + t.field_type(t.varbit).max_width) // 8}:")
+            assert t.varbit is not None  # checked above
+            varbit = t.field_type(t.varbit)
+            assert isinstance(varbit, Varbit)
+            em.line(f"if {nbytes} > {(t.fixed_width + varbit.max_width) // 8}:")
             with em.indent():
                 em.line(f"raise _ParserError({self.ctx.program.error_code('HeaderTooShort')})")
             em.line(f"{h}._extract(_data, _off, {nbits})")
@@ -191,10 +196,10 @@ class ParserGen:
         try:
             width = bit_width(t)
         except TypeError:
-            raise Unsupported(c.pos, f"lookahead of {t}") from None
+            raise UnsupportedConstruct(c.pos, f"lookahead of {t}") from None
         if not isinstance(t, (StructType, StackType, Bits, BoolType)) or (
                 isinstance(t, StructType) and t.kind == "header_union"):
-            raise Unsupported(c.pos, f"lookahead of {t}")
+            raise UnsupportedConstruct(c.pos, f"lookahead of {t}")
         nbytes = (width + 7) // 8
         pad = nbytes * 8 - width
         em = self.ctx.em
@@ -255,9 +260,11 @@ class ParserGen:
         em.line(f"_off += {nbytes}")
 
     def inline_subparser(self, c: A.Call, env: Env) -> None:
+        assert isinstance(c.func, A.Member)  # `p.apply(...)`
         isym = c.func.expr.ref
-        if not isinstance(isym, InstanceSym) or not isinstance(isym.type.decl, A.ParserDecl):
-            raise Unsupported(c.pos, "applying a parser passed as a constructor argument")
+        if not isinstance(isym, InstanceSym) or not isinstance(isym.type, BlockType) \
+                or not isinstance(isym.type.decl, D.ParserDecl):
+            raise UnsupportedConstruct(c.pos, "applying a parser passed as a constructor argument")
         decl = isym.type.decl
         inst = self.ctx.program.sub_instance(isym, env)
         if not _redundant(decl):  # p4c drops the call (and the instance) of a redundant parser
@@ -271,7 +278,7 @@ class ParserGen:
             self.ctx.em.line(line)
 
 
-def _redundant(decl: A.ParserDecl) -> bool:
+def _redundant(decl: D.ParserDecl) -> bool:
     """A parser whose start state does nothing but accept (p4c's RemoveRedundantParsers)."""
     start = next((s for s in decl.states if s.name == "start"), None)
     return start is not None and not start.stmts and start.next == "accept"

@@ -10,15 +10,16 @@ from __future__ import annotations
 from .. import cpmodel as cp
 from ..externs import EXTERNS
 from ..frontend import ast as A
+from ..frontend import ast_decl as D
 from ..frontend.check import ProgramInfo
-from ..frontend.diagnostics import Reporter
+from ..frontend.diagnostics import Reporter, UnsupportedConstruct
 from ..frontend.symbols import InstanceSym
-from ..frontend.types import EnumType, ExternType, StructType, bit_width
+from ..frontend.types import BlockType, EnumType, ExternType, StructType, bit_width
 from .calls import CallGen
 from .context import GenContext
 from .emitter import Emitter
 from .env import Env, Frame, Instance
-from .expr import ExprGen, Unsupported, literal
+from .expr import ExprGen, literal
 from .externs import ExternGen
 from .listed import ListedGen
 from .model import ModelBuilder, explicit_id, local_name
@@ -58,7 +59,7 @@ class ProgramGen:
         prefix = self.ctx.prefixes.get(id(owner)) if owner is not None else None
         return local_name(decl, prefix)
 
-    def function_name(self, decl: A.FunctionDecl) -> str:
+    def function_name(self, decl: D.FunctionDecl) -> str:
         self.ctx.listed.note_function_call(decl)
         name = self.ctx.functions.get(id(decl))
         if name is None:
@@ -72,6 +73,7 @@ class ProgramGen:
         path = outer.position(isym.decl)
         if path[-1] == -1:  # a direct invocation: p4c appends its instance to the locals
             path = (*path[:-1], len(getattr(outer.decl, "locals", [])))
+        assert isinstance(isym.type, BlockType)  # a sub-control or sub-parser
         inst = Instance(isym.type.decl, local_name(isym.decl, outer.prefix), "", path)
         self.ctx.instance_paths[inst.prefix] = inst
         return inst
@@ -108,6 +110,7 @@ class ProgramGen:
         if key is None:
             key = owner.position(loc) if owner is not None else (-1,)
         name = local_name(loc, prefix)
+        assert isinstance(sym.type, ExternType)
         kind = sym.type.decl.name
         known = self.ctx.instances.setdefault(name, {})
         if "var" in known:
@@ -128,7 +131,7 @@ class ProgramGen:
                 prof.selector_output_width = args[2]
             self.ctx.model.add("action_profiles", prof, key)
         else:
-            raise Unsupported(loc.pos, f"extern {kind}")
+            raise UnsupportedConstruct(loc.pos, f"extern {kind}")
         known["var"] = var
         known["sym"] = sym
         return var
@@ -136,7 +139,7 @@ class ProgramGen:
     # ---- stages --------------------------------------------------------------------------
     def gen_stage(self, role: str, decl, ctor_args: list) -> None:
         em = self.ctx.em
-        is_parser = isinstance(decl, A.ParserDecl)
+        is_parser = isinstance(decl, D.ParserDecl)
         stage = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum",
                  "deparser").index(role)
         inst = Instance(decl, decl.name, role, (stage,))  # p4c names top-level blocks by type
@@ -191,7 +194,7 @@ class ProgramGen:
         em = self.ctx.em
         while self.ctx.pending_functions:
             decl, name = self.ctx.pending_functions.pop()
-            env = Env(None, Frame(ret="return"), Instance(decl, None))
+            env = Env(None, Frame(ret="return"), Instance(decl, ""))
             params = []
             outs = []
             for p in decl.proto.params:
@@ -245,7 +248,7 @@ class ProgramGen:
             try:
                 fields = [cp.StructField(n, bit_width(ft)) for n, ft in t.fields]
             except TypeError as e:
-                raise Unsupported(None, f"digest {name}: {e}") from None
+                raise UnsupportedConstruct(None, f"digest {name}: {e}") from None
             m.digests.append(cp.Digest(name, fields=fields))
         for t in self.ctx.info.structs:
             ch = A.annotation_string(t.annotations, "controller_header")
@@ -257,9 +260,12 @@ class ProgramGen:
                   *(t for t in self.ctx.info.structs if A.annotation(t.annotations,
                                                                   "controller_header"))]:
             self._note_enums(t)
-        m.serializable_enums = [
-            cp.SerializableEnum(e.name, e.width, [(n, e.values[n]) for n in e.members])
-            for e in self.ctx.enums_used.values()]
+        enums = []
+        for enum in self.ctx.enums_used.values():
+            assert enum.width is not None  # only serializable enums are noted
+            enums.append(cp.SerializableEnum(enum.name, enum.width,
+                                             [(n, enum.values[n]) for n in enum.members]))
+        m.serializable_enums = enums
         return m
 
 
@@ -296,12 +302,12 @@ def generate(info: ProgramInfo, program: str, reporter: Reporter):
                      "deparser"):
             decl = info.blocks.get(role)
             if decl is None:
-                raise Unsupported(None, f"V1Switch without a {role}")
+                raise UnsupportedConstruct(None, f"V1Switch without a {role}")
             gen.gen_stage(role, decl, info.block_args.get(role, []))
         gen.gen_functions()
         model = gen.finish_model()
         ctx.model.sort()
-    except Unsupported as e:
+    except UnsupportedConstruct as e:
         reporter.unsupported(e.pos, e.what)
         return None
     except Exception as e:  # a bug here must still come out as a diagnostic
@@ -327,6 +333,7 @@ def generate(info: ProgramInfo, program: str, reporter: Reporter):
     with out.indent():
         h, m = info.headers_type, info.meta_type
         sm = info.types.get("standard_metadata_t")
+        assert isinstance(sm, StructType)  # v1model.p4 declares it
         out.line("return {")
         for role in ("parser", "verify_checksum", "ingress", "egress", "compute_checksum",
                      "deparser"):

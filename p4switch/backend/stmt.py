@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..frontend import ast as A
+from ..frontend.diagnostics import UnsupportedConstruct
 from ..frontend.types import ActionRunType, StructType
 from .env import Env
-from .expr import Unsupported
 from .structs import is_aggregate, zero_value
 
 if TYPE_CHECKING:
@@ -152,7 +152,7 @@ class StmtGen:
     def _g_Return(self, s: A.Return, env: Env) -> None:
         frame = env.frame
         if frame.loops and frame.ret == "break":
-            raise Unsupported(s.pos, "return inside a for loop of an inlined action or control")
+            raise UnsupportedConstruct(s.pos, "return inside a for loop of an inlined action or control")
         if s.expr is not None:
             self.hoist(s.expr, env)
             value = self.ctx.expr.ex(s.expr, env)
@@ -204,6 +204,7 @@ class StmtGen:
             return
         if isinstance(e, A.Call):
             if e.kind == "table_apply":
+                assert isinstance(e.func, A.Member)  # `t.apply()`
                 e.hoisted = self.ctx.table.table_apply(e.func.expr.ref.decl, env)
                 return
             if e.kind == "function" and any(p.direction in ("out", "inout")

@@ -20,8 +20,8 @@ def class_name(t: StructType) -> str:
     return ("H_" if t.kind == "header" else "S_") + py_ident(t.name)
 
 
-def zero_value(t: P4Type) -> str:
-    """Source of a fresh zero/invalid value of type t."""
+def zero_value(t: P4Type | None) -> str:
+    """Source of a fresh zero/invalid value of type t (None: untyped, an int)."""
     if isinstance(t, StructType):
         return f"{class_name(t)}()"
     if isinstance(t, StackType):
@@ -35,7 +35,7 @@ def zero_value(t: P4Type) -> str:
     return "0"
 
 
-def is_aggregate(t: P4Type) -> bool:
+def is_aggregate(t: P4Type | None) -> bool:
     return isinstance(t, (StructType, StackType))
 
 
@@ -183,6 +183,7 @@ def _field_out(ft, val: str) -> str:
 def _gen_varbit_header_io(em: Emitter, t: StructType, names: list[str]) -> None:
     """A header with a varbit field: its size is known once the varbit's width is."""
     fixed = t.fixed_width
+    assert t.varbit is not None  # the caller's header has one
     vb_index = [n for n, _ in t.fields].index(t.varbit)
     post = sum(bit_width(ft) for _, ft in t.fields[vb_index + 1:])
     em.line("def _extract(self, data, off, vbits):")

@@ -7,10 +7,11 @@ from typing import TYPE_CHECKING
 
 from .. import cpmodel as cp
 from ..frontend import ast as A
+from ..frontend import ast_decl as D
+from ..frontend.diagnostics import UnsupportedConstruct
 from ..frontend.symbols import ActionSym
 from ..frontend.types import BoolType, ErrorType, bit_width
 from .env import Env
-from .expr import Unsupported
 from .model import annotations_of, explicit_id, key_name, local_name
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ class TableGen:
     def __init__(self, ctx: GenContext) -> None:
         self.ctx = ctx
 
-    def bind_table(self, decl: A.TableDecl, env: Env) -> TableInfo:
+    def bind_table(self, decl: D.TableDecl, env: Env) -> TableInfo:
         inst = env.instance
         key = (inst.prefix, id(decl))
         info = self.ctx.table_infos.get(key)
@@ -54,7 +55,7 @@ class TableGen:
         if default is None and not any(r.name == "NoAction" for r in refs):
             noaction = self.ctx.global_scope.lookup("NoAction")
             if isinstance(noaction, ActionSym):
-                r = A.ActionRefDecl(decl.pos, "NoAction", None,
+                r = D.ActionRefDecl(decl.pos, "NoAction", None,
                                     [cp.Annotation("defaultonly")])
                 r.sym = noaction
                 refs.append(r)
@@ -72,6 +73,7 @@ class TableGen:
             m.action_refs.append(cp.ActionRef(aname, list(r.annotations), None, scope))
         if default is not None:
             call = default.value
+            assert isinstance(call, A.Call)  # the checker made it one
             m.default_action = cp.ActionCall(
                 self.ctx.call.action_name(call.func.ref),
                 tuple(_const_int(a.expr) for a in call.args))
@@ -110,7 +112,7 @@ class TableGen:
         self.ctx.table_infos[key] = info
         return info
 
-    def const_entry(self, decl: A.TableDecl, e: A.EntryDecl) -> cp.ConstEntry:
+    def const_entry(self, decl: D.TableDecl, e: D.EntryDecl) -> cp.ConstEntry:
         keys = [k for k in decl.keys or [] if k.match_kind != "selector"]
         fms: list[cp.FieldMatch | None] = []
         for k, ks in zip(keys, e.keyset, strict=False):
@@ -121,7 +123,7 @@ class TableGen:
         return cp.ConstEntry(fms, call)
 
     # ---- apply ---------------------------------------------------------------------------
-    def table_apply(self, decl: A.TableDecl, env: Env) -> tuple[str, str]:
+    def table_apply(self, decl: D.TableDecl, env: Env) -> tuple[str, str]:
         """Emit a table apply; returns the names of the hit flag and the action-name local."""
         info = self.bind_table(decl, env)
         em = self.ctx.em
@@ -164,7 +166,7 @@ class TableGen:
         self._dispatch(decl, info, env, hit, act, name, color)
         return hit, name
 
-    def _dispatch(self, decl: A.TableDecl, info: TableInfo, env: Env, hit: str, act: str,
+    def _dispatch(self, decl: D.TableDecl, info: TableInfo, env: Env, hit: str, act: str,
                   name: str, color: str | None) -> None:
         """Resolve an action profile reference, then run the chosen action."""
         em = self.ctx.em
@@ -197,19 +199,19 @@ class TableGen:
         v = self.ctx.expr.ex(e, env)
         return f"int({v})" if isinstance(e.type, BoolType) else v
 
-    def _selector_hash(self, decl: A.TableDecl, info: TableInfo, env: Env) -> str:
+    def _selector_hash(self, decl: D.TableDecl, info: TableInfo, env: Env) -> str:
         fields = [k.expr for k in decl.keys or [] if k.match_kind == "selector"]
         # ActionProfile.selector_hash inlined: the algorithm over the packed key fields
         algo = self.ctx.program.closure(f"{info.profile_var}._hash", "Ph")
         return f"({algo}({self.ctx.extern.packed_list(fields, env)}) & 0xffffffff)"
 
 
-def _inline_key(prop: A.TableProp, inst, table: A.TableDecl) -> tuple | None:
+def _inline_key(prop: D.TableProp, inst, table: D.TableDecl) -> tuple | None:
     """An extern instantiated in a table property is ordered where the table is."""
     return inst.position(table) if isinstance(prop.value, A.Construct) else None
 
 
-def _apply_priorities(decls: list[A.EntryDecl], entries: list[cp.ConstEntry]) -> None:
+def _apply_priorities(decls: list[D.EntryDecl], entries: list[cp.ConstEntry]) -> None:
     """`@priority(n)` on const entries (p4c + BMv2: the smallest n wins; an entry without one
     has its 1-based position) -> P4Runtime priorities, where the largest wins."""
     given = [A.annotation(d.annotations, "priority") for d in decls]
@@ -223,7 +225,7 @@ def _apply_priorities(decls: list[A.EntryDecl], entries: list[cp.ConstEntry]) ->
 
 def _const_int(e: A.Expr | None) -> int:
     if e is None or e.const is None:
-        raise Unsupported(e.pos if e else None, "non-constant action argument")
+        raise UnsupportedConstruct(e.pos if e else None, "non-constant action argument")
     return int(e.const) & ((1 << 64) - 1) if isinstance(e.const, bool) else int(e.const)
 
 
@@ -247,10 +249,10 @@ def _field_match(kind: str, ks: A.Expr, w: int) -> cp.FieldMatch | None:
             return cp.FieldMatch("lpm", value=value & mask, prefix_len=plen) if plen else None
         if kind == "ternary":
             return cp.FieldMatch("ternary", value=value & mask, mask=mask) if mask else None
-        raise Unsupported(ks.pos, f"mask keyset on a {kind} key")
+        raise UnsupportedConstruct(ks.pos, f"mask keyset on a {kind} key")
     if isinstance(ks, A.Range):
         if kind != "range":
-            raise Unsupported(ks.pos, f"range keyset on a {kind} key")
+            raise UnsupportedConstruct(ks.pos, f"range keyset on a {kind} key")
         return cp.FieldMatch("range", low=int(ks.lo.const), high=int(ks.hi.const))
     value = int(ks.const) & full
     if kind in ("exact", "optional"):
@@ -261,5 +263,5 @@ def _field_match(kind: str, ks: A.Expr, w: int) -> cp.FieldMatch | None:
         return cp.FieldMatch("ternary", value=value, mask=full)
     if kind == "range":
         return cp.FieldMatch("range", low=value, high=value)
-    raise Unsupported(ks.pos, f"{kind} key in const entries")
+    raise UnsupportedConstruct(ks.pos, f"{kind} key in const entries")
 

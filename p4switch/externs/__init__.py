@@ -23,7 +23,7 @@ kind from the test alone):
 from __future__ import annotations
 
 from p4switch.externs import counter, direct_counter, direct_meter, meter, register
-from p4switch.externs.base import ExternCodec, ExternKind
+from p4switch.externs.base import ExternCodec, ExternKind, P4RuntimeEntity
 
 __all__ = ["CLI_COMMANDS", "ENTITIES", "EXTERNS", "ExternCodec", "ExternKind"]
 
@@ -32,8 +32,9 @@ EXTERNS: dict[str, ExternKind] = {
     for kind in (counter.KIND, direct_counter.KIND, meter.KIND, direct_meter.KIND, register.KIND)
 }
 
-# P4Runtime entity field (`counter_entry`) -> its extern
-ENTITIES: dict[str, ExternKind] = {k.entity.field: k for k in EXTERNS.values() if k.entity}
+# P4Runtime entity field (`counter_entry`) -> its extern's Read/Write
+ENTITIES: dict[str, P4RuntimeEntity] = {k.entity.field: k.entity for k in EXTERNS.values()
+                                        if k.entity}
 
 # runtime-CLI command -> handler(cli, args)
 CLI_COMMANDS = {name: fn for k in EXTERNS.values() for name, fn in k.cli.items()}

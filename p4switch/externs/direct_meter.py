@@ -20,6 +20,7 @@ from p4switch.externs.base import (
     entry_of,
     read_entries,
 )
+from p4switch.frontend.diagnostics import UnsupportedConstruct
 from p4switch.names import suffix_match
 from p4switch.p4info import ids
 from p4switch.runtime.cli_parsing import CliError
@@ -45,12 +46,10 @@ def unattached(name: str, annos: list, eid: int | None, args: list) -> cp.Meter:
 
 
 def _read(ctx, c, obj, env) -> None:
-    from p4switch.backend.expr import Unsupported  # the compiler's; a switch never needs it
-
     (out,) = ctx.extern.args(c)
     color = ctx.meter_colors.get(id(obj.ref))
     if color is None:
-        raise Unsupported(c.pos, "direct_meter.read outside an action of its table")
+        raise UnsupportedConstruct(c.pos, "direct_meter.read outside an action of its table")
     ctx.em.line(f"if {color} is not None:")
     with ctx.em.indent():
         ctx.stmt.assign(out, color, env)

@@ -166,6 +166,7 @@ def meter_set_rates(cli, args: list[str]) -> None:
             table, entry = direct
             table.set_meter_config(entry, MeterConfig.from_cli_rates(rates))
         else:
+            assert cell is not None  # not direct: made above
             cell.set_rates(rates)
     except RuntimeApiError:
         raise CliError("Invalid meter operation (INVALID_INFO_RATE_VALUE)") from None

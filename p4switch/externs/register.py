@@ -12,6 +12,7 @@ from typing import Any
 
 from p4switch import cpmodel as cp
 from p4switch.externs.base import ExternCodec, ExternKind, P4RuntimeEntity, cli_index
+from p4switch.frontend.diagnostics import UnsupportedConstruct
 from p4switch.p4info import ids
 from p4switch.runtime.cli_parsing import CliError
 from p4switch.runtime.errors import RuntimeApiError, out_of_range, unimplemented
@@ -63,13 +64,12 @@ class RegisterArray:
 # ---- declaration and generated code ---------------------------------------------------------
 
 def declare(ctx, sym, name: str, annos: list, eid: int | None, args: list, key: tuple) -> str:
-    from p4switch.backend.expr import Unsupported  # the compiler's; a switch never needs them
     from p4switch.frontend.types import Bits, EnumType, bit_width
 
     et = sym.type.targs.get("T")
     enum = isinstance(et, EnumType) and et.width is not None
     if not isinstance(et, Bits) and not enum:
-        raise Unsupported(sym.decl.pos, f"register of {et} (BMv2 registers hold bit<W> or "
+        raise UnsupportedConstruct(sym.decl.pos, f"register of {et} (BMv2 registers hold bit<W> or "
                                         "int<W>)")
     ctx.model.add("registers", cp.Register(
         name, annos, eid, bit_width(et), args[0], bool(getattr(et, "signed", False)),

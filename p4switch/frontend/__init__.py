@@ -2,6 +2,6 @@
 
 preprocess.py  C preprocessor with a line map back into the original files
 lexer.py       type-name feedback for the lexer, `>>` splitting in type arguments
-parse.py       the LALR parser; build.py / build_code.py turn its tree into ast.py nodes
+parse.py       the LALR parser; build.py / build_code.py turn its tree into ast_decl.py / ast.py nodes
 check*.py      the type checker: types.py, symbols.py, consteval.py; errors via diagnostics.py
 """

@@ -1,5 +1,7 @@
-"""The syntax tree of a P4 program, as built from the grammar.
+"""The syntax tree of a P4 program, as built from the grammar: type references, expressions and
+statements (declarations, which hold them, are `ast_decl`).
 
+Fields declared `init=False` are what the type checker adds to a node (absent before it has).
 Expressions get their type (`.type`, a `types.P4Type`) filled in by the type checker, which
 turns this tree into the typed IR the code generator consumes.
 """
@@ -142,6 +144,9 @@ class Call(Expr):
     func: Expr
     args: list[Arg]
     targs: list[TypeRef] = field(default_factory=list)
+    type_env: dict = field(init=False, repr=False)  # checker: type variable -> type
+    bound: list = field(init=False, repr=False)  # checker: (parameter, argument or None)
+    hoisted: Any = field(init=False, repr=False)  # back end: code computed ahead of its use
 
 
 @dataclass(eq=False)
@@ -214,6 +219,7 @@ class Assign(Stmt):
     lhs: Expr
     rhs: Expr
     op: str = "="
+    compound: bool = field(init=False, repr=False)  # checker: True on `+=`, `|=`, ...
 
 
 @dataclass(eq=False)
@@ -281,6 +287,7 @@ class VarDecl(Stmt):
     name: str
     init: Expr | None
     annotations: list[Annotation] = field(default_factory=list)
+    sym: Any = field(init=False, repr=False)  # checker: its symbols.VarSym
 
 
 @dataclass(eq=False)
@@ -295,8 +302,3 @@ class ConstDecl(Stmt):
 class Empty(Stmt):
     pass
 
-
-# declarations live in their own module; `ast.X` reaches every node class
-from .ast_decl import *  # noqa: E402, F403
-
-__all__ = [n for n in dir() if not n.startswith("_")]

@@ -1,8 +1,10 @@
-"""Declarations of the syntax tree (re-exported by `ast`)."""
+"""The declarations of a P4 program's syntax tree: types, externs, functions, actions, tables,
+parsers, controls and the program itself; the code they hold is `ast` nodes."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..cpmodel import Annotation
 from .ast import Arg, Block, Expr, Node, Stmt, TypeRef
@@ -59,6 +61,7 @@ class Param(Node):
     direction: str = ""  # "", in, out, inout
     annotations: list[Annotation] = field(default_factory=list)
     default: Expr | None = None
+    sym: Any = field(init=False, repr=False)  # checker: its symbols.VarSym
 
 
 @dataclass(eq=False)
@@ -104,6 +107,8 @@ class ActionRefDecl(Node):
     name: str
     args: list[Arg] | None
     annotations: list[Annotation] = field(default_factory=list)
+    sym: Any = field(init=False, repr=False)  # checker: the symbols.ActionSym it names
+    bound: list = field(init=False, repr=False)  # checker: (parameter, argument)
 
 
 @dataclass(eq=False)
@@ -129,6 +134,7 @@ class TableDecl(Decl):
     entries: list[EntryDecl] | None = None
     entries_const: bool = False
     props: dict[str, TableProp] = field(default_factory=dict)
+    all_actions: list[ActionRefDecl] = field(init=False, repr=False)  # back end: NoAction added
 
 
 @dataclass(eq=False)
@@ -171,6 +177,7 @@ class ParserDecl(Decl):
     ctor_params: list[Param] = field(default_factory=list)
     locals: list[Node] = field(default_factory=list)
     states: list[ParserState] = field(default_factory=list)
+    scope: Any = field(init=False, repr=False)  # checker: its symbols.Scope
 
 
 @dataclass(eq=False)
@@ -180,6 +187,7 @@ class ControlDecl(Decl):
     ctor_params: list[Param] = field(default_factory=list)
     locals: list[Node] = field(default_factory=list)
     body: Block | None = None
+    scope: Any = field(init=False, repr=False)  # checker: its symbols.Scope
 
 
 @dataclass(eq=False)

@@ -6,6 +6,7 @@ from lark import Token, v_args
 
 from ..cpmodel import Annotation
 from . import ast as A
+from . import ast_decl as D
 from .build_code import CodeBuilder
 from .diagnostics import Pos, Reporter
 from .literals import parse_int
@@ -45,7 +46,7 @@ class Builder(CodeBuilder):
 
     # -- basics
     def start(self, meta, ch):
-        return A.Program(self._pos(meta), [c for c in ch if isinstance(c, A.Node)])
+        return D.Program(self._pos(meta), [c for c in ch if isinstance(c, A.Node)])
 
     def annotations(self, meta, ch):
         return [parse_annotation(t) for t in ch]
@@ -118,7 +119,7 @@ class Builder(CodeBuilder):
 
     def _struct(self, meta, ch, kind):
         annos, _, name, _tparams, *fields = ch
-        return A.StructLikeDecl(self._pos(meta), str(name), annos or [], kind, fields)
+        return D.StructLikeDecl(self._pos(meta), str(name), annos or [], kind, fields)
 
     def header_decl(self, meta, ch):
         return self._struct(meta, ch, "header")
@@ -131,13 +132,13 @@ class Builder(CodeBuilder):
 
     def struct_field(self, meta, ch):
         annos, tref, name = ch
-        return A.FieldDecl(self._pos(meta), name, tref, annos or [])
+        return D.FieldDecl(self._pos(meta), name, tref, annos or [])
 
     def enum_decl(self, meta, ch):
         annos, _, w, name, *members = ch
         members = [m for m in members if m is not None]
         width, signed = w if w is not None else (None, False)
-        return A.EnumDecl(self._pos(meta), str(name), annos or [], width, members, signed)
+        return D.EnumDecl(self._pos(meta), str(name), annos or [], width, members, signed)
 
     def enum_width(self, meta, ch):
         return parse_int(ch[-1])[0], False
@@ -151,25 +152,25 @@ class Builder(CodeBuilder):
 
     def typedef_decl(self, meta, ch):
         annos, _, tref, name = ch
-        return A.TypedefDecl(self._pos(meta), name, annos or [], tref)
+        return D.TypedefDecl(self._pos(meta), name, annos or [], tref)
 
     def newtype_decl(self, meta, ch):
         annos, _, tref, name = ch
-        return A.TypedefDecl(self._pos(meta), name, annos or [], tref, newtype=True)
+        return D.TypedefDecl(self._pos(meta), name, annos or [], tref, newtype=True)
 
     def error_decl(self, meta, ch):
-        return A.ErrorDecl(self._pos(meta), "error", [], [c for c in ch[1:] if isinstance(c, str)
+        return D.ErrorDecl(self._pos(meta), "error", [], [c for c in ch[1:] if isinstance(c, str)
                                                           and not isinstance(c, Token)])
 
     def match_kind_decl(self, meta, ch):
-        return A.MatchKindDecl(self._pos(meta), "match_kind", [],
+        return D.MatchKindDecl(self._pos(meta), "match_kind", [],
                                [c for c in ch[1:] if isinstance(c, str) and not isinstance(c, Token)])
 
     def extern_obj(self, meta, ch):
         annos, _, name, tparams, *methods = ch
-        decl = A.ExternObjDecl(self._pos(meta), str(name), annos or [], tparams or [])
+        decl = D.ExternObjDecl(self._pos(meta), str(name), annos or [], tparams or [])
         for m in methods:
-            if isinstance(m, A.FunctionProto):
+            if isinstance(m, D.FunctionProto):
                 decl.methods.append(m)
             else:
                 decl.ctors.append(m)
@@ -186,33 +187,33 @@ class Builder(CodeBuilder):
     def extern_func(self, meta, ch):
         annos, _, proto = ch
         proto.annotations = annos or []
-        return A.ExternFuncDecl(proto.pos, proto.name, proto.annotations, proto)
+        return D.ExternFuncDecl(proto.pos, proto.name, proto.annotations, proto)
 
     def function_proto(self, meta, ch):
         ret, name, tparams, params = ch
-        return A.FunctionProto(self._pos(meta), name, [], ret, tparams or [], params)
+        return D.FunctionProto(self._pos(meta), name, [], ret, tparams or [], params)
 
     def function_decl(self, meta, ch):
         annos, proto, body = ch
-        return A.FunctionDecl(proto.pos, proto.name, annos or [], proto, body)
+        return D.FunctionDecl(proto.pos, proto.name, annos or [], proto, body)
 
     def package_decl(self, meta, ch):
         annos, _, name, tparams, params = ch
-        return A.BlockTypeDecl(self._pos(meta), str(name), annos or [], "package", tparams or [],
+        return D.BlockTypeDecl(self._pos(meta), str(name), annos or [], "package", tparams or [],
                                params)
 
     def instantiation(self, meta, ch):
         annos, tref, args, name, *init = ch
         if any(i is not None for i in init):
             self.reporter.unsupported(self._pos(meta), "extern object initializer block")
-        return A.Instantiation(self._pos(meta), name, annos or [], tref, args)
+        return D.Instantiation(self._pos(meta), name, annos or [], tref, args)
 
     def params(self, meta, ch):
         return [c for c in ch if c is not None]
 
     def param(self, meta, ch):
         annos, direction, tref, name, default = ch
-        return A.Param(self._pos(meta), name, tref, direction or "", annos or [], default)
+        return D.Param(self._pos(meta), name, tref, direction or "", annos or [], default)
 
     def direction(self, meta, ch):
         return str(ch[0])
@@ -220,7 +221,7 @@ class Builder(CodeBuilder):
     # -- parsers
     def parser_type(self, meta, ch):
         annos, _, name, tparams, params = ch
-        return A.BlockTypeDecl(self._pos(meta), str(name), annos or [], "parser", tparams or [],
+        return D.BlockTypeDecl(self._pos(meta), str(name), annos or [], "parser", tparams or [],
                                params)
 
     def ctor_params(self, meta, ch):
@@ -228,9 +229,9 @@ class Builder(CodeBuilder):
 
     def parser_decl(self, meta, ch):
         annos, _, name, tparams, params, ctor, *rest = ch
-        states = [r for r in rest if isinstance(r, A.ParserState)]
-        local = [r for r in rest if not isinstance(r, A.ParserState)]
-        return A.ParserDecl(self._pos(meta), str(name), annos or [], tparams or [], params,
+        states = [r for r in rest if isinstance(r, D.ParserState)]
+        local = [r for r in rest if not isinstance(r, D.ParserState)]
+        return D.ParserDecl(self._pos(meta), str(name), annos or [], tparams or [], params,
                             ctor or [], local, states)
 
     def value_set_decl(self, meta, ch):
@@ -241,7 +242,7 @@ class Builder(CodeBuilder):
         annos, _, name, *stmts, nxt = ch
         if nxt is None:  # no transition statement: transition reject
             nxt = "reject"
-        return A.ParserState(self._pos(meta), name, annos or [], stmts, nxt)
+        return D.ParserState(self._pos(meta), name, annos or [], stmts, nxt)
 
     def parser_block(self, meta, ch):
         return A.Block(self._pos(meta), list(ch[1:]))
@@ -253,10 +254,10 @@ class Builder(CodeBuilder):
         return ch[-1]
 
     def select_expr(self, meta, ch):
-        return A.SelectExpr(self._pos(meta), ch[1], list(ch[2:]))
+        return D.SelectExpr(self._pos(meta), ch[1], list(ch[2:]))
 
     def select_case(self, meta, ch):
-        return A.SelectCase(self._pos(meta), ch[0], ch[1])
+        return D.SelectCase(self._pos(meta), ch[0], ch[1])
 
     def keyset(self, meta, ch):
         return [ch[0]]
@@ -279,23 +280,23 @@ class Builder(CodeBuilder):
     # -- controls
     def control_type(self, meta, ch):
         annos, _, name, tparams, params = ch
-        return A.BlockTypeDecl(self._pos(meta), str(name), annos or [], "control", tparams or [],
+        return D.BlockTypeDecl(self._pos(meta), str(name), annos or [], "control", tparams or [],
                                params)
 
     def control_decl(self, meta, ch):
         annos, _, name, tparams, params, ctor, *rest = ch
         body = rest[-1]
         local = [r for r in rest[:-1] if isinstance(r, A.Node)]
-        return A.ControlDecl(self._pos(meta), str(name), annos or [], tparams or [], params,
+        return D.ControlDecl(self._pos(meta), str(name), annos or [], tparams or [], params,
                              ctor or [], local, body)
 
     def action_decl(self, meta, ch):
         annos, _, name, params, body = ch
-        return A.ActionDecl(self._pos(meta), name, annos or [], params, body)
+        return D.ActionDecl(self._pos(meta), name, annos or [], params, body)
 
     def table_decl(self, meta, ch):
         annos, _, name, *props = ch
-        t = A.TableDecl(self._pos(meta), name, annos or [])
+        t = D.TableDecl(self._pos(meta), name, annos or [])
         for kind, value in props:
             if kind == "key":
                 t.keys = value
@@ -314,14 +315,14 @@ class Builder(CodeBuilder):
 
     def key_elem(self, meta, ch):
         expr, kind, annos = ch
-        return A.KeyElement(self._pos(meta), expr, kind, annos or [])
+        return D.KeyElement(self._pos(meta), expr, kind, annos or [])
 
     def actions_prop(self, meta, ch):
         return ("actions", list(ch[1:]))
 
     def action_ref(self, meta, ch):
         annos, name, args = ch
-        return A.ActionRefDecl(self._pos(meta), name, args, annos or [])
+        return D.ActionRefDecl(self._pos(meta), name, args, annos or [])
 
     def entries_prop(self, meta, ch):
         _annos, const, _kw, *entries = ch
@@ -329,9 +330,9 @@ class Builder(CodeBuilder):
 
     def entry(self, meta, ch):
         annos, keyset, name, args, annos2 = ch
-        return A.EntryDecl(self._pos(meta), keyset, name, args or [], (annos or []) + (annos2 or []))
+        return D.EntryDecl(self._pos(meta), keyset, name, args or [], (annos or []) + (annos2 or []))
 
     def other_prop(self, meta, ch):
         annos, const, name, value = ch
-        return ("prop", A.TableProp(self._pos(meta), str(name), value, const is not None,
+        return ("prop", D.TableProp(self._pos(meta), str(name), value, const is not None,
                                     annos or []))

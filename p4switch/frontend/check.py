@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import ast as A
+from . import ast_decl as D
 from .check_call import CallChecker
 from .check_expr import BOOL, INT, UNKNOWN, ExprChecker, Unknown
 from .check_stmt import StmtChecker
@@ -141,7 +142,7 @@ class Checker(ExprChecker, CallChecker, StmtChecker):
         return UNKNOWN
 
     # ---- program -------------------------------------------------------------------------
-    def check_program(self, prog: A.Program) -> ProgramInfo:
+    def check_program(self, prog: D.Program) -> ProgramInfo:
         for d in prog.decls:
             handler = getattr(self, "_d_" + type(d).__name__, None)
             if handler is None:
@@ -175,7 +176,7 @@ class Checker(ExprChecker, CallChecker, StmtChecker):
             self.err(d.value.pos, f"constant {d.name}: value is not a compile-time constant")
         self.declare(scope, d.name, ConstSym(d.name, t, d.value.const, d), d.pos)
 
-    def _d_StructLikeDecl(self, d: A.StructLikeDecl) -> None:
+    def _d_StructLikeDecl(self, d: D.StructLikeDecl) -> None:
         t = StructType(d.kind, d.name, [], d.annotations)
         self._declare_type(d.name, t, d.pos)
         for f in d.fields:
@@ -202,7 +203,7 @@ class Checker(ExprChecker, CallChecker, StmtChecker):
                             "not a whole number of bytes")
         self.info.structs.append(t)
 
-    def _d_EnumDecl(self, d: A.EnumDecl) -> None:
+    def _d_EnumDecl(self, d: D.EnumDecl) -> None:
         t = EnumType(d.name, [m[0] for m in d.members], d.width, signed=d.signed)
         if d.width is not None:
             bt = Bits(d.width, d.signed)
@@ -220,36 +221,37 @@ class Checker(ExprChecker, CallChecker, StmtChecker):
                 t.values[name] = nxt
         self._declare_type(d.name, t, d.pos)
 
-    def _d_TypedefDecl(self, d: A.TypedefDecl) -> None:
+    def _d_TypedefDecl(self, d: D.TypedefDecl) -> None:
         if d.newtype and A.annotation(d.annotations, "p4runtime_translation"):
             self.err(d.pos, "unsupported: @p4runtime_translation")
         # `type` makes a distinct type in P4; the data plane sees the same bits, so it is
         # checked like a typedef (this accepts some conversions p4c would want written out)
         self._declare_type(d.name, self.resolve_type(d.tref), d.pos)
 
-    def _d_ErrorDecl(self, d: A.ErrorDecl) -> None:
+    def _d_ErrorDecl(self, d: D.ErrorDecl) -> None:
         for m in d.members:
             if m in self.errors:
                 self.err(d.pos, f"error.{m} is already declared")
             else:
                 self.errors.append(m)
 
-    def _d_MatchKindDecl(self, d: A.MatchKindDecl) -> None:
+    def _d_MatchKindDecl(self, d: D.MatchKindDecl) -> None:
         for m in d.members:
             self.info.match_kinds.append(m)
             self.declare(self.scope, m, ConstSym(m, MatchKindType(), m), d.pos)
 
-    def _d_ExternObjDecl(self, d: A.ExternObjDecl) -> None:
+    def _d_ExternObjDecl(self, d: D.ExternObjDecl) -> None:
         self._declare_type(d.name, ExternType(d), d.pos)
 
-    def _d_ExternFuncDecl(self, d: A.ExternFuncDecl) -> None:
+    def _d_ExternFuncDecl(self, d: D.ExternFuncDecl) -> None:
         old = self.scope.names.get(d.name)
         if isinstance(old, ExternFuncSym):
             old.overloads.append(d)
         else:
             self.declare(self.scope, d.name, ExternFuncSym(d.name, VoidType(), [d]), d.pos)
 
-    def _d_FunctionDecl(self, d: A.FunctionDecl) -> None:
+    def _d_FunctionDecl(self, d: D.FunctionDecl) -> None:
+        assert d.proto is not None and d.body is not None  # the parser gives both
         if d.proto.tparams:
             self.err(d.pos, "unsupported: generic functions")
         self.declare(self.scope, d.name, FunctionSym(d.name, VoidType(), d), d.pos)
@@ -258,24 +260,25 @@ class Checker(ExprChecker, CallChecker, StmtChecker):
         ret = self.resolve_type(d.proto.ret)
         self.check_body(d.body, fscope, ret_type=ret, where="function")
 
-    def _d_ActionDecl(self, d: A.ActionDecl, scope: Scope | None = None, owner=None) -> None:
+    def _d_ActionDecl(self, d: D.ActionDecl, scope: Scope | None = None, owner=None) -> None:
         scope = scope or self.scope
         self.declare(scope, d.name, ActionSym(d.name, VoidType(), d, owner), d.pos)
         ascope = Scope(scope, "action")
         self.declare_params(ascope, d.params, action=True)
+        assert d.body is not None  # the parser gives it
         self.check_body(d.body, ascope, ret_type=VoidType(), where="action")
 
-    def _d_BlockTypeDecl(self, d: A.BlockTypeDecl) -> None:
+    def _d_BlockTypeDecl(self, d: D.BlockTypeDecl) -> None:
         self._declare_type(d.name, BlockType(d.kind, d), d.pos)
 
-    def declare_params(self, scope: Scope, params: list[A.Param], action: bool = False) -> None:
+    def declare_params(self, scope: Scope, params: list[D.Param], action: bool = False) -> None:
         for p in params:
             t = self.resolve_type(p.tref)
             writable = p.direction in ("out", "inout")
             p.sym = VarSym(p.name, t, p, p.direction, True, writable)
             self.declare(scope, p.name, p.sym, p.pos)
 
-    def _d_Instantiation(self, d: A.Instantiation, scope: Scope | None = None) -> None:
+    def _d_Instantiation(self, d: D.Instantiation, scope: Scope | None = None) -> None:
         scope = scope or self.scope
         t = self.resolve_type(d.tref)
         args = []
@@ -284,7 +287,7 @@ class Checker(ExprChecker, CallChecker, StmtChecker):
                 self.expr(a.expr, scope)
                 args.append(a.expr)
         if isinstance(t, BlockType) and t.kind in ("control", "parser"):
-            if not isinstance(t.decl, (A.ControlDecl, A.ParserDecl)):
+            if not isinstance(t.decl, (D.ControlDecl, D.ParserDecl)):
                 self.err(d.pos, f"cannot instantiate the type declaration {t.decl.name}")
         elif isinstance(t, BlockType) and t.kind == "package":
             if d.name == "main":
@@ -293,7 +296,7 @@ class Checker(ExprChecker, CallChecker, StmtChecker):
             self.err(d.pos, f"cannot instantiate {t}")
         self.declare(scope, d.name, InstanceSym(d.name, t, d, args), d.pos)
 
-    def _main(self, d: A.Instantiation, t: BlockType) -> None:
+    def _main(self, d: D.Instantiation, t: BlockType) -> None:
         if t.decl.name != "V1Switch":
             self.err(d.pos, f"unsupported: package {t.decl.name} (only V1Switch)")
             return
@@ -310,19 +313,19 @@ class Checker(ExprChecker, CallChecker, StmtChecker):
                 bt = a.expr.ref.type
                 block = bt.decl if isinstance(bt, BlockType) else None
                 self.info.block_args[role] = a.expr.ref.ctor_args
-            if not isinstance(block, (A.ControlDecl, A.ParserDecl)):
+            if not isinstance(block, (D.ControlDecl, D.ParserDecl)):
                 self.err(a.pos, f"V1Switch {role}: expected a parser or control instance")
                 continue
             self.info.blocks[role] = block
         p = self.info.blocks.get("parser")
-        if isinstance(p, A.ParserDecl) and len(p.params) == 4:
+        if isinstance(p, D.ParserDecl) and len(p.params) == 4:
             h = self.resolve_type(p.params[1].tref)
             m = self.resolve_type(p.params[2].tref)
             self.info.headers_type = h if isinstance(h, StructType) else None
             self.info.meta_type = m if isinstance(m, StructType) else None
 
     # ---- parsers and controls ------------------------------------------------------------
-    def _d_ParserDecl(self, d: A.ParserDecl) -> None:
+    def _d_ParserDecl(self, d: D.ParserDecl) -> None:
         self._declare_type(d.name, BlockType("parser", d), d.pos)
         self._tvars.append({})
         scope = Scope(self.scope, "parser")
@@ -330,7 +333,9 @@ class Checker(ExprChecker, CallChecker, StmtChecker):
         self.declare_params(scope, d.params)
         self.declare_params(scope, d.ctor_params)
         for p in d.ctor_params:
-            scope.names[p.name].writable = False
+            sym = scope.names[p.name]
+            if isinstance(sym, VarSym):  # a parameter, declared just above
+                sym.writable = False
         for loc in d.locals:
             self.local_decl(loc, scope, d)
         for st in d.states:
@@ -343,16 +348,19 @@ class Checker(ExprChecker, CallChecker, StmtChecker):
             self.check_state(st, scope)
         self._tvars.pop()
 
-    def _d_ControlDecl(self, d: A.ControlDecl) -> None:
+    def _d_ControlDecl(self, d: D.ControlDecl) -> None:
         self._declare_type(d.name, BlockType("control", d), d.pos)
         scope = Scope(self.scope, "control")
         d.scope = scope
         self.declare_params(scope, d.params)
         self.declare_params(scope, d.ctor_params)
         for p in d.ctor_params:
-            scope.names[p.name].writable = False
+            sym = scope.names[p.name]
+            if isinstance(sym, VarSym):  # a parameter, declared just above
+                sym.writable = False
         for loc in d.locals:
             self.local_decl(loc, scope, d)
+        assert d.body is not None  # the parser gives it
         self.check_body(d.body, Scope(scope, "apply"), ret_type=VoidType(), where="control")
 
     def local_decl(self, loc: A.Node, scope: Scope, owner) -> None:
@@ -360,11 +368,11 @@ class Checker(ExprChecker, CallChecker, StmtChecker):
             self._d_ConstDecl(loc, scope)
         elif isinstance(loc, A.VarDecl):
             self.stmt(loc, scope)
-        elif isinstance(loc, A.Instantiation):
+        elif isinstance(loc, D.Instantiation):
             self._d_Instantiation(loc, scope)
-        elif isinstance(loc, A.ActionDecl):
+        elif isinstance(loc, D.ActionDecl):
             self._d_ActionDecl(loc, scope, owner)
-        elif isinstance(loc, A.TableDecl):
+        elif isinstance(loc, D.TableDecl):
             self.declare(scope, loc.name, TableSym(loc.name, self.table_type(loc), loc), loc.pos)
             self.check_table(loc, scope)
         elif not isinstance(loc, A.Empty):

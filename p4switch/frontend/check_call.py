@@ -4,7 +4,9 @@ methods, header/stack methods, table and sub-block `apply`, with generic type bi
 from __future__ import annotations
 
 from . import ast as A
+from . import ast_decl as D
 from .check_expr import BOOL, UNKNOWN, Unknown
+from .check_types import CheckerParts
 from .symbols import ActionSym, ExternFuncSym, FunctionSym, Scope
 from .types import (
     ApplyResultType,
@@ -21,7 +23,7 @@ from .types import (
 )
 
 
-class CallChecker:
+class CallChecker(CheckerParts):
     def call(self, e: A.Call, scope: Scope) -> P4Type:
         f = e.func
         if isinstance(f, A.Name):
@@ -96,7 +98,11 @@ class CallChecker:
     def _extern_call(self, e: A.Call, overloads, scope: Scope, env: dict, kind: str,
                      name: str) -> P4Type:
         e.kind = kind
-        protos = [o.proto if isinstance(o, A.ExternFuncDecl) else o for o in overloads]
+        protos: list[D.FunctionProto] = []
+        for o in overloads:
+            proto = o.proto if isinstance(o, D.ExternFuncDecl) else o
+            assert proto is not None  # the parser gives an extern function its prototype
+            protos.append(proto)
         fitting = [p for p in protos if _arity_fits(p.params, len(e.args))]
         if not fitting:
             self.err(e.pos, f"{name}: no overload takes {len(e.args)} argument(s)")
@@ -116,7 +122,7 @@ class CallChecker:
         return ret
 
     # ---- argument binding ----------------------------------------------------------------
-    def bind_args(self, e: A.Call, params: list[A.Param], scope: Scope, env: dict,
+    def bind_args(self, e: A.Call, params: list[D.Param], scope: Scope, env: dict,
                   what: str) -> None:
         """Match arguments to parameters (positional or named), bind type variables, convert
         literals and check out/inout arguments are assignable. Sets e.bound: list of
@@ -135,7 +141,7 @@ class CallChecker:
             if len(e.args) > len(params):
                 self.err(e.pos, f"{what} takes {len(params)} argument(s), got {len(e.args)}")
                 return
-        bound = []
+        bound: list[tuple[D.Param, A.Expr | None]] = []
         for p, a in zip(params, ordered, strict=False):
             if a is None:
                 if p.default is None and not _optional(p):
@@ -152,34 +158,34 @@ class CallChecker:
             self.expr(a.expr, scope)
             bound.append((p, a.expr))
         # bind type variables from sized arguments first, then convert the rest
-        for p, a in bound:
-            if a is not None:
+        for p, value in bound:
+            if value is not None:
                 pt = self.resolve_type(p.tref, env)
-                _bind(pt, a.type, env)
-        for p, a in bound:
-            if a is None:
+                _bind(pt, value.type, env)
+        for p, value in bound:
+            if value is None:
                 continue
             pt = self.resolve_type(p.tref, env)
             if isinstance(pt, TypeVar):
                 pt = env.get(pt.name, pt)
             if isinstance(pt, TypeVar):
-                if isinstance(a.type, IntLit):
-                    self.err(a.pos, f"{what}: cannot infer the width of argument "
-                                    f"'{p.name}'; use a sized literal")
-                elif isinstance(a.type, (ListType, StructInitType)):
-                    a.type = _list_as_tuple(a.type)
+                if isinstance(value.type, IntLit):
+                    self.err(value.pos, f"{what}: cannot infer the width of argument "
+                                        f"'{p.name}'; use a sized literal")
+                elif isinstance(value.type, (ListType, StructInitType)):
+                    value.type = _list_as_tuple(value.type)
             else:
-                self.convert(a, pt, f"{what}: argument '{p.name}': ")
+                self.convert(value, pt, f"{what}: argument '{p.name}': ")
             if p.direction in ("out", "inout"):
-                self.check_lvalue(a, f"{what}: argument '{p.name}' ({p.direction})")
+                self.check_lvalue(value, f"{what}: argument '{p.name}' ({p.direction})")
         e.bound = bound
 
 
-def _optional(p: A.Param) -> bool:
+def _optional(p: D.Param) -> bool:
     return any(an.name == "optional" for an in p.annotations)
 
 
-def _arity_fits(params: list[A.Param], n: int) -> bool:
+def _arity_fits(params: list[D.Param], n: int) -> bool:
     required = sum(1 for p in params if p.default is None and not _optional(p))
     return required <= n <= len(params)
 

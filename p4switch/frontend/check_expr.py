@@ -4,6 +4,7 @@ unsized literals, constant folding, and what each name and call refers to."""
 from __future__ import annotations
 
 from . import ast as A
+from . import ast_decl as D
 from .check_types import UNKNOWN, ConversionChecker, Unknown
 from .consteval import fold_binary, fold_cast, fold_unary, wrap
 from .symbols import ActionSym, ConstSym, ExternFuncSym, FunctionSym, InstanceSym, Scope
@@ -37,11 +38,6 @@ HEADER_METHODS = {"isValid": BOOL, "setValid": VoidType(), "setInvalid": VoidTyp
 
 
 class ExprChecker(ConversionChecker):
-    reporter: object
-
-    def err(self, pos, msg: str) -> None:  # pragma: no cover - provided by Checker
-        raise NotImplementedError
-
     # ---- expressions ---------------------------------------------------------------------
     def expr(self, e: A.Expr, scope: Scope) -> P4Type:
         method = getattr(self, "_e_" + type(e).__name__, None)
@@ -137,6 +133,7 @@ class ExprChecker(ConversionChecker):
         return UNKNOWN
 
     def _type_member(self, e: A.Member) -> P4Type:
+        assert isinstance(e.expr, A.TypeNameExpr)  # the caller checked
         tname = e.expr.name
         if tname == "error":
             if e.name not in self.errors:
@@ -146,9 +143,9 @@ class ExprChecker(ConversionChecker):
             return ErrorType()
         t = self.types.get(tname)
         if isinstance(t, BlockType) and e.name == "apply" and \
-                isinstance(t.decl, (A.ControlDecl, A.ParserDecl)):
+                isinstance(t.decl, (D.ControlDecl, D.ParserDecl)):
             # direct invocation: an implicit instance named after the type
-            inst = A.Instantiation(e.pos, tname, [], A.NamedTypeRef(e.pos, tname), [])
+            inst = D.Instantiation(e.pos, tname, [], A.NamedTypeRef(e.pos, tname), [])
             e.expr.ref = InstanceSym(tname, t, inst, [])
             e.ref = ("block", t)
             return MethodType("block_apply", t)
@@ -208,6 +205,7 @@ class ExprChecker(ConversionChecker):
         ta, tb = self.expr(e.left, scope), self.expr(e.right, scope)
         if isinstance(ta, Unknown) or isinstance(tb, Unknown):
             return UNKNOWN
+        operand: P4Type
         if op in ("&&", "||"):
             for side, t in ((e.left, ta), (e.right, tb)):
                 if not isinstance(t, BoolType):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from ..cpmodel import Annotation
 from . import ast as A
+from . import ast_decl as D
 from .check_expr import Unknown
+from .check_types import CheckerParts
 from .symbols import ActionSym, InstanceSym, Scope, StateSym, VarSym
 from .types import (
     ActionRunType,
@@ -22,7 +24,7 @@ _OPASSIGN = {"+=": "+", "-=": "-", "*=": "*", "&=": "&", "|=": "|", "^=": "^", "
              "|+|=": "|+|", "|-|=": "|-|"}
 
 
-class StmtChecker:
+class StmtChecker(CheckerParts):
     def check_body(self, body: A.Block, scope: Scope, ret_type: P4Type, where: str) -> None:
         self._ret = getattr(self, "_ret", [])
         self._ret.append((ret_type, where))
@@ -160,7 +162,7 @@ class StmtChecker:
                 self.stmt(c.body, Scope(scope))
 
     # ---- parser states -------------------------------------------------------------------
-    def check_state(self, st: A.ParserState, scope: Scope) -> None:
+    def check_state(self, st: D.ParserState, scope: Scope) -> None:
         self._ret = getattr(self, "_ret", [])
         self._ret.append((VoidType(), "parser"))
         inner = Scope(scope)
@@ -212,10 +214,10 @@ class StmtChecker:
             k.type = t
 
     # ---- tables --------------------------------------------------------------------------
-    def table_type(self, t: A.TableDecl) -> P4Type:
+    def table_type(self, t: D.TableDecl) -> P4Type:
         return TableType(t)
 
-    def check_table(self, t: A.TableDecl, scope: Scope) -> None:
+    def check_table(self, t: D.TableDecl, scope: Scope) -> None:
         key_types = []
         for k in t.keys or []:
             kt = self.expr(k.expr, scope)
@@ -261,11 +263,11 @@ class StmtChecker:
             kexprs = [k.expr for k in t.keys or []]
             for e in t.entries:
                 self.check_keyset(e.keyset, kexprs, key_types, scope, e.pos)
-                ref = names.get(e.action)
-                if ref is None:
+                entry_ref = names.get(e.action)
+                if entry_ref is None:
                     self.err(e.pos, f"entry action {e.action} is not in the table's actions")
                     continue
-                self._action_args(ref, e.args, scope, e.pos, "entry")
+                self._action_args(entry_ref, e.args, scope, e.pos, "entry")
             if not t.entries_const:
                 self.err(t.pos, "unsupported: non-const entries")
             for e in t.entries:
@@ -273,14 +275,14 @@ class StmtChecker:
                 if prio is not None and not prio.body.strip().isdigit():
                     self.err(e.pos, "@priority needs a non-negative integer")
 
-    def _bind_action_ref(self, ref: A.ActionRefDecl, sym: ActionSym, scope: Scope) -> list:
+    def _bind_action_ref(self, ref: D.ActionRefDecl, sym: ActionSym, scope: Scope) -> list:
         """`actions = { a(x) }`: x binds a's first (directional) parameters."""
         args = ref.args or []
         params = sym.decl.params
         if len(args) > len(params):
             self.err(ref.pos, f"action {ref.name} takes {len(params)} argument(s)")
             return []
-        bound = []
+        bound: list[tuple[D.Param, A.Expr | None]] = []
         for p, a in zip(params, args, strict=False):
             if not p.direction:
                 self.err(a.pos, f"action {ref.name}: '{p.name}' is set by the control plane")
@@ -298,10 +300,11 @@ class StmtChecker:
                 self.err(ref.pos, f"action {ref.name}: parameter '{p.name}' needs an argument")
         return bound
 
-    def _inline_instance(self, prop: A.TableProp, scope: Scope) -> None:
+    def _inline_instance(self, prop: D.TableProp, scope: Scope) -> None:
         """`@name("ap") implementation = action_profile(128);`: p4c makes it an instance named
         exactly as the annotation says (not prefixed by the control)."""
         v = prop.value
+        assert isinstance(v, A.Construct)  # the caller checked
         given = A.annotation_string(prop.annotations, "name")
         if given is None:
             self.err(v.pos, f"unsupported: {prop.name} instantiated in the table without @name")
@@ -312,10 +315,10 @@ class StmtChecker:
         name = given.lstrip(".")
         annos = [Annotation("name", f'".{name}"')] + [
             a for a in prop.annotations if a.name != "name"]
-        inst = A.Instantiation(v.pos, name, annos, v.tref, v.args)
+        inst = D.Instantiation(v.pos, name, annos, v.tref, v.args)
         v.ref = InstanceSym(name, t, inst, [a.expr for a in v.args if a.expr is not None])
 
-    def _default_action(self, t: A.TableDecl, prop: A.TableProp, names: dict,
+    def _default_action(self, t: D.TableDecl, prop: D.TableProp, names: dict,
                         scope: Scope) -> None:
         v = prop.value
         if isinstance(v, A.Name):
@@ -333,7 +336,7 @@ class StmtChecker:
             self.err(v.pos, f"default action {v.func.name} is @tableonly")
         self._action_args(ref, v.args, scope, v.pos, "default action")
 
-    def _action_args(self, ref: A.ActionRefDecl, args: list[A.Arg], scope: Scope, pos,
+    def _action_args(self, ref: D.ActionRefDecl, args: list[A.Arg], scope: Scope, pos,
                      what: str) -> None:
         sym = getattr(ref, "sym", None)
         if sym is None:

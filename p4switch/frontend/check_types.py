@@ -3,10 +3,16 @@ Checker): P4's rules for unsized literals, serializable enums and aggregate init
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from . import ast as A
 from .consteval import wrap
-from .symbols import VarSym
+from .symbols import Scope, VarSym
 from .types import Bits, BoolType, EnumType, IntLit, P4Type, StackType, StructType, TupleType, TypeVar, same_type
+
+if TYPE_CHECKING:
+    from .check import ProgramInfo
+    from .diagnostics import Pos, Reporter
 
 
 class Unknown(P4Type):
@@ -16,7 +22,28 @@ class Unknown(P4Type):
 UNKNOWN = Unknown()
 
 
-class ConversionChecker:
+class CheckerParts:
+    """What the Checker's parts (this module's ConversionChecker, ExprChecker, CallChecker,
+    StmtChecker) use of one another and of `check.Checker`, which has them all: declared here
+    for the type checker; nothing of it exists at run time."""
+
+    reporter: Reporter
+    info: ProgramInfo
+    types: dict[str, P4Type]
+    errors: list[str]
+
+    if TYPE_CHECKING:
+        def err(self, pos: Pos | None, msg: str) -> None: ...
+        def resolve_type(self, tref: Any, env: dict | None = None) -> P4Type: ...
+        def declare(self, scope: Scope, name: str, sym: Any, pos: Pos) -> None: ...
+        def _d_ConstDecl(self, d: A.ConstDecl, scope: Scope | None = None) -> None: ...
+        def convert(self, e: A.Expr, target: P4Type, what: str = "") -> None: ...
+        def check_lvalue(self, e: A.Expr, what: str) -> None: ...
+        def expr(self, e: A.Expr, scope: Scope) -> P4Type: ...
+        def call(self, e: A.Call, scope: Scope) -> P4Type: ...
+
+
+class ConversionChecker(CheckerParts):
     def convert(self, e: A.Expr, target: P4Type, what: str = "") -> None:
         """Implicitly convert e to `target`, or report why it cannot be."""
         t = e.type

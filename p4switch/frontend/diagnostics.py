@@ -24,6 +24,16 @@ class P4CompileError(Exception):
         super().__init__("\n".join(str(d) for d in self.diagnostics))
 
 
+class UnsupportedConstruct(Exception):
+    """Valid P4 the back end cannot generate code for; compiling reports it as a diagnostic at
+    `pos` (`Reporter.unsupported`)."""
+
+    def __init__(self, pos: Pos | None, what: str):
+        super().__init__(what)
+        self.pos = pos
+        self.what = what
+
+
 @dataclass(frozen=True)
 class Pos:
     """A position in the original source (after mapping through includes)."""

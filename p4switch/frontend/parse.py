@@ -9,7 +9,7 @@ from pathlib import Path
 from lark import Lark
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-from . import ast as A
+from . import ast_decl as D
 from .build import Builder
 from .diagnostics import Reporter
 from .lexer import AngleSplitter, TypeNames
@@ -26,7 +26,7 @@ def _parser() -> Lark:
                 maybe_placeholders=True, postlex=AngleSplitter(), cache=True)
 
 
-def parse(pre: Preprocessed, reporter: Reporter) -> A.Program | None:
+def parse(pre: Preprocessed, reporter: Reporter) -> D.Program | None:
     """Parse preprocessed text; syntax errors go to `reporter` (and None is returned)."""
     names = TypeNames(pre.text)
     parser = _parser()

@@ -251,7 +251,9 @@ class Preprocessor:
 
 
 def _collect_args(toks: list[str], j: int) -> tuple[list[str], int]:
-    depth, args, cur = 0, [], []
+    depth = 0
+    args: list[str] = []
+    cur: list[str] = []
     while j < len(toks):
         t = toks[j]
         j += 1

@@ -16,7 +16,7 @@ class Sym:
 
 @dataclass(eq=False)
 class VarSym(Sym):
-    """A local variable or a parameter; `decl` is the ast.VarDecl / ast.Param."""
+    """A local variable or a parameter; `decl` is the ast.VarDecl / ast_decl.Param."""
 
     decl: Any = None
     direction: str = ""  # for parameters: "", in, out, inout
@@ -32,30 +32,30 @@ class ConstSym(Sym):
 
 @dataclass(eq=False)
 class ActionSym(Sym):
-    decl: Any = None  # ast.ActionDecl
+    decl: Any = None  # ast_decl.ActionDecl
     owner: Any = None  # the ControlDecl declaring it, None at top level
 
 
 @dataclass(eq=False)
 class FunctionSym(Sym):
-    decl: Any = None  # ast.FunctionDecl
+    decl: Any = None  # ast_decl.FunctionDecl
 
 
 @dataclass(eq=False)
 class ExternFuncSym(Sym):
-    overloads: list = field(default_factory=list)  # ast.ExternFuncDecl
+    overloads: list = field(default_factory=list)  # ast_decl.ExternFuncDecl
 
 
 @dataclass(eq=False)
 class TableSym(Sym):
-    decl: Any = None  # ast.TableDecl
+    decl: Any = None  # ast_decl.TableDecl
 
 
 @dataclass(eq=False)
 class InstanceSym(Sym):
     """An instantiation: extern object, sub-control or sub-parser."""
 
-    decl: Any = None  # ast.Instantiation
+    decl: Any = None  # ast_decl.Instantiation
     ctor_args: list = field(default_factory=list)  # compile-time values of constructor args
 
 

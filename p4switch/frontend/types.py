@@ -173,7 +173,7 @@ class StructInitType(P4Type):
 
 @dataclass(eq=False)
 class ExternType(P4Type):
-    decl: Any  # ast.ExternObjDecl
+    decl: Any  # ast_decl.ExternObjDecl
     targs: dict[str, P4Type] = field(default_factory=dict)
 
     def __str__(self) -> str:
@@ -201,7 +201,7 @@ class TableType(P4Type):
 
 @dataclass(eq=False)
 class ApplyResultType(P4Type):
-    table: Any  # ast.TableDecl
+    table: Any  # ast_decl.TableDecl
 
 
 @dataclass(eq=False)

@@ -59,6 +59,7 @@ def _collect_symbols(model: cpmodel.ControlPlaneModel) -> ids.SymbolIds:
     for extern in externs.EXTERNS.values():  # ids are per kind: the order among kinds is free
         listed = extern.p4info_symbols or extern.p4info_objects
         for obj in listed(model):
+            assert extern.p4info_kind is not None  # an extern with P4Info objects has a kind
             symbols.add(extern.p4info_kind, obj.name, obj.explicit_id)
     for digest in model.digests:
         symbols.add(ids.DIGEST, digest.name, digest.explicit_id)
@@ -100,6 +101,7 @@ class _Builder:
             self.action_profile(profile)
         for extern in externs.EXTERNS.values():
             for obj in extern.p4info_objects(model):
+                assert extern.p4info_entry is not None  # objects listed have an entry
                 extern.p4info_entry(self, obj)
         for digest in _unique(model.digests):
             self.digest(digest)
@@ -184,6 +186,7 @@ class _Builder:
         for extern in externs.EXTERNS.values():
             name = getattr(table, extern.table_attribute) if extern.table_attribute else None
             if name is not None:
+                assert extern.p4info_kind is not None and extern.p4info_entry is not None
                 msg.direct_resource_ids.append(self.symbols.id(extern.p4info_kind, name))
                 extern.p4info_entry(self, name)
 
@@ -267,7 +270,12 @@ class _Builder:
 def _unique(items: list) -> list:
     """The first object of each name (p4c serializes an action or digest once)."""
     seen: set[str] = set()
-    return [i for i in items if not (i.name in seen or seen.add(i.name))]
+    unique = []
+    for item in items:
+        if item.name not in seen:
+            seen.add(item.name)
+            unique.append(item)
+    return unique
 
 
 def _allocate(items: list, explicit: list[int | None]) -> list[int]:

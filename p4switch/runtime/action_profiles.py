@@ -86,8 +86,9 @@ class ActionProfile:
     def select(self, ref: MemberRef | GroupRef | OneShot, hash_value: int) -> ActionCall | None:
         """The action for an entry's member/group; None for a group with no active member
         (BMv2 then runs no action)."""
-        if type(ref) is MemberRef:
+        if isinstance(ref, MemberRef):
             return self._members[ref.member_id].action
+        assert ref.group_id is not None  # a OneShot's is set when its entry is written
         group = self._groups[ref.group_id]
         if group.watched:
             up = self.port_up
@@ -280,6 +281,7 @@ class ActionProfile:
         return OneShot(oneshot.actions, group_id=group_id)
 
     def delete_oneshot(self, oneshot: OneShot) -> None:
+        assert oneshot.group_id is not None  # set when its entry was written
         group = self._groups.pop(oneshot.group_id)
         for handle in group.handles:
             self._free_handle(handle)

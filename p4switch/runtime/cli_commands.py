@@ -1,6 +1,6 @@
 """A simple_switch_CLI command interpreter over the runtime state.
 
-`RuntimeCli(state, tm_hooks).execute(line)` runs one command with BMv2's syntax
+`CliInterpreter(state, tm_hooks).execute(line)` runs one command with BMv2's syntax
 (`tools/runtime_CLI.py`, `targets/simple_switch/sswitch_CLI.py`) and returns what BMv2's CLI
 prints. Bad input never raises: the result is the error message (after whatever BMv2 prints
 before the failing call, e.g. "Adding entry to ..."), and `failed` is set. Names are P4Info names or any
@@ -16,10 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from p4switch import externs  # (its modules import this package's)
-from p4switch.names import suffix_matches
 from p4switch.runtime.cli_parsing import CliError, parse_int, port_map_str
 from p4switch.runtime.cli_profiles import ProfileCommands
-from p4switch.runtime.cli_tables import TableCommands
 from p4switch.runtime.errors import RuntimeApiError
 from p4switch.runtime.state import RuntimeState
 
@@ -45,7 +43,7 @@ UNSUPPORTED = {
 MC_CODES = {"NOT_FOUND": "INVALID_L1_HANDLE", "INVALID_ARGUMENT": "ERROR"}
 
 
-class RuntimeCli(TableCommands, ProfileCommands):
+class CliInterpreter(ProfileCommands):
     def __init__(self, state: RuntimeState, tm_hooks: Any = None) -> None:
         self.state = state
         self.tm_hooks = tm_hooks
@@ -83,35 +81,6 @@ class RuntimeCli(TableCommands, ProfileCommands):
             self.failed = True
             self.out.append(f"Error: internal error in {words[0]}: {type(e).__name__}: {e}")
         return "\n".join(self.out)
-
-    def p(self, *parts: object) -> None:
-        self.out.append(" ".join(str(x) for x in parts))
-
-    @staticmethod
-    def at_least(args: list[str], n: int) -> None:
-        if len(args) < n:
-            raise CliError("Error: Insufficient number of args")
-
-    @staticmethod
-    def exactly(args: list[str], n: int) -> None:
-        if len(args) != n:
-            raise CliError(f"Error: Wrong number of args, expected {n} but got {len(args)}")
-
-    def resolve(self, kind: str, name: str):
-        getter = {"table": self.state.table, "action profile": self.state.action_profile,
-                  "counter": self.state.counter, "meter": self.state.meter,
-                  "register": self.state.register}[kind]
-        try:
-            return getter(name)
-        except KeyError:
-            raise CliError(f"Error: Invalid {kind} name ({name})") from None
-
-    def resolve_action(self, name: str):
-        actions = {a.name: a for a in self.state.model.actions}
-        if name in actions:
-            return actions[name]
-        matches = suffix_matches(actions, name)
-        return actions[matches[0]] if len(matches) == 1 else None
 
     # ---- multicast ---------------------------------------------------------------------------
 
@@ -257,4 +226,4 @@ class RuntimeCli(TableCommands, ProfileCommands):
 
 # the stateful externs' commands (counter_read, meter_set_rates, ...), from their modules
 for _name, _command in externs.CLI_COMMANDS.items():
-    setattr(RuntimeCli, "do_" + _name, _command)
+    setattr(CliInterpreter, "do_" + _name, _command)

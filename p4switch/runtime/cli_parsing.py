@@ -169,18 +169,24 @@ def dump_key(field: MatchField, fm: FieldMatch | None) -> tuple[str, str]:
     full = (1 << w) - 1
     kind = field.match_kind
     if kind == "exact":
+        assert fm is not None and fm.value is not None  # an exact field is always given
         return "EXACT", hexstr(fm.value, w)
     if kind == "lpm":
         if fm is None:
             return "LPM", f"{hexstr(0, w)}/0"
+        assert fm.value is not None
         return "LPM", f"{hexstr(fm.value, w)}/{fm.prefix_len}"
     if kind in ("ternary", "optional"):
-        if fm is None:
-            v, m = 0, 0
-        else:
-            v, m = fm.value, (fm.mask if kind == "ternary" else full)
+        v, m = 0, 0
+        if fm is not None:
+            mask = fm.mask if kind == "ternary" else full
+            assert fm.value is not None and mask is not None
+            v, m = fm.value, mask
         return "TERNARY", f"{hexstr(v, w)} &&& {hexstr(m, w)}"
-    lo, hi = (0, full) if fm is None else (fm.low, fm.high)
+    lo, hi = 0, full
+    if fm is not None:
+        assert fm.low is not None and fm.high is not None
+        lo, hi = fm.low, fm.high
     return "RANGE", f"{hexstr(lo, w)} -> {hexstr(hi, w)}"
 
 

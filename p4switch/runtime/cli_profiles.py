@@ -8,13 +8,13 @@ translated through `ActionProfile.member_by_handle` / `group_by_handle`.
 from __future__ import annotations
 
 from p4switch.runtime.cli_parsing import CliError, parse_int
-from p4switch.runtime.cli_tables import ENTRY_CODES, PROFILE_CODES, table_error
+from p4switch.runtime.cli_tables import ENTRY_CODES, PROFILE_CODES, TableCommands, table_error
 from p4switch.runtime.entries import Entry, GroupRef, MemberRef
 from p4switch.runtime.errors import RuntimeApiError
 
 
-class ProfileCommands:
-    """Mixed into RuntimeCli with TableCommands."""
+class ProfileCommands(TableCommands):
+    """The action-profile commands of CliInterpreter (and of indirect tables)."""
 
     # ---- indirect tables and action profiles -------------------------------------------------
 
@@ -33,6 +33,7 @@ class ProfileCommands:
         keys, _ = self._keys(table, name, key_texts)
         self.p("Adding entry to indirect match table", table.name)
         try:
+            ref: GroupRef | MemberRef
             if group:
                 ref = GroupRef(table.profile.group_by_handle(handle).group_id)
             else:

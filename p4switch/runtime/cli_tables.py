@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from p4switch.cpmodel import ActionCall
 from p4switch.names import suffix_matches
+from p4switch.runtime.cli_base import CommandGroup
 from p4switch.runtime.cli_parsing import (
     CliError,
     byte_str,
@@ -36,8 +39,11 @@ def table_error(e: RuntimeApiError, codes: dict[str, str]) -> CliError:
     return CliError(f"Invalid table operation ({name}): {e.message}")
 
 
-class TableCommands:
-    """Mixed into RuntimeCli; uses self.state, self.out, self.p and the resolvers."""
+class TableCommands(CommandGroup):
+    """The table commands of CliInterpreter, and the helpers the action-profile commands use."""
+
+    if TYPE_CHECKING:  # an indirect table's dump shows its profile (cli_profiles)
+        def _dump_profile(self, profile: Any) -> None: ...
 
     # ---- helpers -----------------------------------------------------------------------------
 

@@ -106,17 +106,15 @@ class UnsupportedAlgorithm(ValueError):
     """An algorithm name that is unknown or not implemented."""
 
 
-def algorithm(name: str) -> Callable[[bytes], int]:
-    """The function for a v1model `HashAlgorithm` name; UnsupportedAlgorithm if there is none."""
-    try:
+def algorithm(name: str | None) -> Callable[[bytes], int]:
+    """The function for a v1model `HashAlgorithm` name; UnsupportedAlgorithm if there is none
+    (or no name)."""
+    if name in ALGORITHMS:
         return ALGORITHMS[name]
-    except KeyError:
-        if name in UNSUPPORTED:
-            raise UnsupportedAlgorithm(f"unsupported: hash algorithm {name} "
-                                       f"({UNSUPPORTED[name]})") from None
-        raise UnsupportedAlgorithm(
-            f"unknown hash algorithm {name!r}; known: {', '.join(sorted(ALGORITHMS))}"
-        ) from None
+    if name in UNSUPPORTED:
+        raise UnsupportedAlgorithm(f"unsupported: hash algorithm {name} ({UNSUPPORTED[name]})")
+    raise UnsupportedAlgorithm(
+        f"unknown hash algorithm {name!r}; known: {', '.join(sorted(ALGORITHMS))}")
 
 
 def pack_fields(fields: Sequence[tuple[int, int]]) -> bytes:

@@ -25,6 +25,15 @@ def _order(entry: Entry) -> tuple[int, int]:
     return (-entry.priority, entry.handle & 0xFFFFFF)
 
 
+def _exact_key(entry: Entry) -> tuple[int, ...]:
+    """An exact table's key: every field given, with its value."""
+    values = []
+    for fm in entry.keys:
+        assert fm is not None and fm.value is not None
+        values.append(fm.value)
+    return tuple(values)
+
+
 class ExactIndex:
     def __init__(self, fields: list[MatchField]) -> None:
         self._map: dict[tuple[int, ...], Entry] = {}
@@ -33,10 +42,10 @@ class ExactIndex:
         self.lookup: Callable[[tuple[int, ...]], Entry | None] = self._map.get
 
     def add(self, entry: Entry) -> None:
-        self._map[tuple(fm.value for fm in entry.keys)] = entry
+        self._map[_exact_key(entry)] = entry
 
     def remove(self, entry: Entry) -> None:
-        del self._map[tuple(fm.value for fm in entry.keys)]
+        del self._map[_exact_key(entry)]
 
     def clear(self) -> None:
         self._map.clear()
@@ -55,8 +64,8 @@ class LpmIndex:
 
     def _split(self, entry: Entry) -> tuple[int, object]:
         fm = entry.keys[self._pos]
-        plen = 0 if fm is None else fm.prefix_len
-        value = 0 if fm is None else fm.value
+        plen, value = (0, 0) if fm is None else (fm.prefix_len, fm.value)
+        assert plen is not None  # an lpm field has its prefix length
         if self._single:
             return plen, value
         values = [f.value if f is not None else 0 for f in entry.keys]
@@ -111,8 +120,10 @@ def _field_mask(mf: MatchField, fm: FieldMatch | None) -> int:
     if mf.match_kind in ("exact", "optional"):
         return full
     if mf.match_kind == "lpm":
+        assert fm.prefix_len is not None
         return full ^ ((1 << (mf.bitwidth - fm.prefix_len)) - 1)
-    return fm.mask  # ternary
+    assert fm.mask is not None  # ternary
+    return fm.mask
 
 
 class _Group:

@@ -50,9 +50,13 @@ class RuntimeState:
                 raise ValueError(f"table {t.name}: unknown implementation {t.implementation!r}")
             self.tables[t.name] = Table(t, actions, profile,
                                         meter_unit=direct_meter_units.get(t.name, "bytes"))
-        self.externs: dict[str, dict[str, Any]] = {
-            kind: {obj.name: extern.new_state(obj) for obj in extern.state_objects(model)}
-            for kind, extern in externs.EXTERNS.items() if extern.state_objects is not None}
+        self.externs: dict[str, dict[str, Any]] = {}
+        for kind, extern in externs.EXTERNS.items():
+            new_state = extern.new_state
+            if extern.state_objects is None:
+                continue
+            assert new_state is not None  # an extern with state objects makes their state
+            self.externs[kind] = {obj.name: new_state(obj) for obj in extern.state_objects(model)}
         self.counters: dict[str, CounterArray] = self.externs["counter"]
         self.meters: dict[str, MeterArray] = self.externs["meter"]
         self.registers: dict[str, RegisterArray] = self.externs["register"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from p4switch import cpmodel
@@ -46,18 +46,14 @@ class Table:
         self._versions: dict[int, int] = {}
         self._by_handle: dict[int, Entry] = {}
         self.default_entry = Entry(keys=(), action=self.initial_default())
-        self.lookup = self._index.lookup  # the hot path without a call layer (same contract)
+        # the hot path, the index's own (no call layer): the matching entry for key values in
+        # match-field order, or None on a miss
+        self.lookup: Callable[[tuple[int, ...]], Entry | None] = self._index.lookup
 
     @property
     def action_names(self) -> list[str]:
         """The table's actions, in declaration order."""
         return list(self._scopes)
-
-    # ---- the hot path ------------------------------------------------------------------------
-
-    def lookup(self, key: tuple[int, ...]) -> Entry | None:
-        """The matching entry for key values in match-field order, or None on a miss."""
-        return self._index.lookup(key)
 
     # ---- entries -----------------------------------------------------------------------------
 
@@ -79,6 +75,7 @@ class Table:
             raise not_found(f"table {self.name}: no entry with this match key")
         self._replace_action(current, action)
         if entry.meter_config is not None:
+            assert self.meter_unit is not None  # _check_meter_config refused a config otherwise
             current.meter_config = entry.meter_config
             current.meter = MeterCell(self.meter_unit, entry.meter_config)
         current.controller_metadata = entry.controller_metadata
@@ -246,9 +243,12 @@ class Table:
         return action
 
     def _unbind_action(self, action) -> None:
+        if not isinstance(action, (OneShot, MemberRef, GroupRef)):
+            return
+        assert self.profile is not None  # only an indirect table's entries have these
         if isinstance(action, OneShot):
             self.profile.delete_oneshot(action)
-        elif isinstance(action, (MemberRef, GroupRef)):
+        else:
             self.profile.remove_ref(action)
 
     def _replace_action(self, entry: Entry, action) -> None:

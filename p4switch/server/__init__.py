@@ -23,15 +23,19 @@ def _import_google_rpc() -> None:
 _import_google_rpc()
 
 import grpc  # noqa: E402
-from p4.v1 import p4runtime_pb2_grpc  # noqa: E402
 
-from p4switch.server.service import P4RuntimeService  # noqa: E402
+from p4switch.server.handlers import generic_handler  # noqa: E402
+from p4switch.server.service import MAX_STREAMS, P4RuntimeService  # noqa: E402
 from p4switch.switch.dataplane import Dataplane  # noqa: E402
 from p4switch.switch.device import Device  # noqa: E402
 
-__all__ = ["P4RuntimeServer", "P4RuntimeService"]
+__all__ = ["MAX_STREAMS", "P4RuntimeServer", "P4RuntimeService"]
 
-MAX_WORKERS = 16  # each StreamChannel holds one worker for its lifetime
+# Each StreamChannel holds a worker for its lifetime and at most MAX_STREAMS are open (more are
+# refused with RESOURCE_EXHAUSTED), so UNARY_WORKERS always remain for Capabilities, Read, Write
+# and the pipeline RPCs, whatever the streams do.
+UNARY_WORKERS = 8
+MAX_WORKERS = MAX_STREAMS + UNARY_WORKERS
 
 
 class ServerStartError(Exception):
@@ -46,8 +50,11 @@ class P4RuntimeServer:
             futures.ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="p4rt"),
             options=[("grpc.max_receive_message_length", 256 * 1024 * 1024),
                      ("grpc.max_send_message_length", 256 * 1024 * 1024),
-                     ("grpc.so_reuseport", 0)])
-        p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self.service, self._server)
+                     ("grpc.so_reuseport", 0),
+                     # a controller that vanished without closing its stream frees its slot
+                     ("grpc.keepalive_time_ms", 60_000),
+                     ("grpc.keepalive_timeout_ms", 20_000)])
+        self._server.add_generic_rpc_handlers((generic_handler(self.service),))
         try:
             self.port = self._server.add_insecure_port(address)
         except RuntimeError as exc:

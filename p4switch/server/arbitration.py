@@ -4,6 +4,10 @@ The connection with the highest election id is primary. Each stream is told the 
 election id with OK (it is primary) or ALREADY_EXISTS (backup) whenever the primary changes or
 its own election id changes; a duplicate election id is INVALID_ARGUMENT and closes the stream.
 Packet-ins and digests go to the primary only.
+
+A controller that reconnects at once with its election id can arbitrate before the switch has
+seen its old stream end; a new stream whose id is taken therefore waits up to
+`DUPLICATE_GRACE_S` for the holder to leave before it is refused.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import contextlib
 import itertools
 import queue
 import threading
+import time
 
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
@@ -19,6 +24,7 @@ from p4.v1 import p4runtime_pb2
 from p4switch.runtime.errors import RuntimeApiError
 
 _ids = itertools.count(1)
+DUPLICATE_GRACE_S = 0.5
 
 
 def election_id(msg: p4runtime_pb2.Uint128) -> int:
@@ -31,6 +37,7 @@ class Connection:
     def __init__(self) -> None:
         self.id = next(_ids)
         self.election: int | None = None  # set by the first arbitration message
+        self.closed = False  # set once it left the arbitration
         self.outbox: queue.Queue = queue.Queue(maxsize=10000)
 
     def send(self, msg: object) -> None:
@@ -42,7 +49,7 @@ class Connection:
 class Arbitrator:
     def __init__(self, device_id: int):
         self.device_id = device_id
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()  # notified whenever a connection leaves
         self._conns: list[Connection] = []  # sorted, primary first
 
     def __len__(self) -> int:
@@ -65,8 +72,14 @@ class Arbitrator:
 
     def add(self, conn: Connection, election: int) -> None:
         with self._lock:
-            if any(c.election == election for c in self._conns):
-                raise RuntimeApiError("INVALID_ARGUMENT", "Election id already exists")
+            deadline = time.monotonic() + DUPLICATE_GRACE_S
+            while any(c.election == election for c in self._conns):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise RuntimeApiError("INVALID_ARGUMENT", "Election id already exists")
+                self._lock.wait(left)
+            if conn.closed:  # its stream ended while it waited
+                return
             conn.election = election
             self._conns.append(conn)
             self._sort()
@@ -83,6 +96,7 @@ class Arbitrator:
                 raise RuntimeApiError("INVALID_ARGUMENT", "New election id already exists")
             was_primary = self._conns[0] is conn
             conn.election = election
+            self._lock.notify_all()
             self._sort()
             if (self._conns[0] is conn) != was_primary:
                 self._notify_all()
@@ -90,11 +104,14 @@ class Arbitrator:
                 self._notify(conn)
 
     def remove(self, conn: Connection) -> None:
+        """The connection's stream ended: it leaves for good."""
         with self._lock:
+            conn.closed = True
             if conn not in self._conns:
                 return
             was_primary = self._conns[0] is conn
             self._conns.remove(conn)
+            self._lock.notify_all()
             if was_primary:
                 self._notify_all()
 
@@ -106,7 +123,7 @@ class Arbitrator:
         return True
 
     def _sort(self) -> None:
-        self._conns.sort(key=lambda c: c.election, reverse=True)
+        self._conns.sort(key=_election, reverse=True)
 
     def _notify_all(self) -> None:
         for c in self._conns:
@@ -117,8 +134,8 @@ class Arbitrator:
         msg = p4runtime_pb2.StreamMessageResponse()
         arb = msg.arbitration
         arb.device_id = self.device_id
-        arb.election_id.high = primary.election >> 64
-        arb.election_id.low = primary.election & ((1 << 64) - 1)
+        arb.election_id.high = _election(primary) >> 64
+        arb.election_id.low = _election(primary) & ((1 << 64) - 1)
         if conn is primary:
             arb.status.code = code_pb2.OK
             arb.status.message = "Is primary"
@@ -126,3 +143,9 @@ class Arbitrator:
             arb.status.code = code_pb2.ALREADY_EXISTS
             arb.status.message = "Is backup"
         conn.send(msg)
+
+
+def _election(conn: Connection) -> int:
+    """The election id of a connection in the arbitration (set when it joined)."""
+    assert conn.election is not None
+    return conn.election

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeAlias
 
 from p4.v1 import p4runtime_pb2
 
@@ -15,7 +15,7 @@ from p4switch.server.bytestrings import to_bytes
 from p4switch.server.pre import check_update
 
 Update = p4runtime_pb2.Update
-Entity = p4runtime_pb2.Entity
+Entity: TypeAlias = p4runtime_pb2.Entity
 
 
 class DigestCodec:

@@ -46,7 +46,7 @@ class EntityCodec:
         elif which == "action_profile_group":
             self.profiles.write_group(kind, entity.action_profile_group)
         elif which in ENTITIES:
-            ENTITIES[which].entity.write(self.externs, kind, getattr(entity, which))
+            ENTITIES[which].write(self.externs, kind, getattr(entity, which))
         elif which == "packet_replication_engine_entry":
             self.pre.write(kind, entity.packet_replication_engine_entry)
         elif which == "digest_entry":
@@ -67,7 +67,7 @@ class EntityCodec:
         if which == "action_profile_group":
             return self.profiles.read_groups(entity.action_profile_group)
         if which in ENTITIES:
-            return ENTITIES[which].entity.read(self.externs, getattr(entity, which))
+            return ENTITIES[which].read(self.externs, getattr(entity, which))
         if which == "packet_replication_engine_entry":
             return self.pre.read(entity.packet_replication_engine_entry)
         if which == "digest_entry":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 from p4.v1 import p4runtime_pb2
 
@@ -10,7 +10,7 @@ from p4switch.runtime.errors import invalid
 from p4switch.server.tables import port_from_bytes
 
 Update = p4runtime_pb2.Update
-Entity = p4runtime_pb2.Entity
+Entity: TypeAlias = p4runtime_pb2.Entity
 
 
 def check_update(kind: int) -> None:

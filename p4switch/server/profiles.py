@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 from p4.v1 import p4runtime_pb2
 
@@ -12,7 +12,7 @@ from p4switch.server.bytestrings import to_bytes
 from p4switch.server.tables import ActionCodec, watch_port
 
 Update = p4runtime_pb2.Update
-Entity = p4runtime_pb2.Entity
+Entity: TypeAlias = p4runtime_pb2.Entity
 
 
 class ProfileCodec:

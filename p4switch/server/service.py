@@ -6,7 +6,7 @@ import hashlib
 import logging
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import grpc
 from p4.config.v1 import p4info_pb2
@@ -16,16 +16,18 @@ from p4switch.p4info.index import P4InfoIndex
 from p4switch.runtime.errors import RuntimeApiError
 from p4switch.server.arbitration import Arbitrator, Connection, election_id
 from p4switch.server.entities import EntityCodec
+from p4switch.server.handlers import Unparsable
 from p4switch.server.p4info_check import p4info_mismatch
 from p4switch.server.packetio import PacketIO
-from p4switch.server.status import RpcError, abort, abort_write
+from p4switch.server.status import RpcError, abort, abort_write, stream_error
 from p4switch.switch.dataplane import Dataplane
 from p4switch.switch.device import Device
 
 log = logging.getLogger("p4switch.p4runtime")
 
 API_VERSION = "1.3.0"
-SetReq = p4runtime_pb2.SetForwardingPipelineConfigRequest
+MAX_STREAMS = 16  # open StreamChannels (PI's limit of connections per device)
+SetReq: TypeAlias = p4runtime_pb2.SetForwardingPipelineConfigRequest
 GetReq = p4runtime_pb2.GetForwardingPipelineConfigRequest
 
 
@@ -79,6 +81,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         pipeline = self.pipeline
         if pipeline is None:
             abort(context, "FAILED_PRECONDITION", "No forwarding pipeline config set")
+        assert pipeline is not None  # abort() raised
         return pipeline
 
     # -- RPCs ------------------------------------------------------------------------------
@@ -243,11 +246,16 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     def StreamChannel(self, request_iterator, context):
         conn = Connection()
         with self._streams_lock:
-            self._streams.add(conn)
+            admitted = len(self._streams) < MAX_STREAMS
+            if admitted:
+                self._streams.add(conn)
+        if not admitted:  # PI's limit; beyond it every stream would hold a worker thread
+            abort(context, "RESOURCE_EXHAUSTED", f"Too many connections: this switch serves "
+                  f"at most {MAX_STREAMS} StreamChannels")
         reader = threading.Thread(target=self._read_stream, args=(request_iterator, conn),
                                   name="p4rt-stream", daemon=True)
         reader.start()
-        context.add_callback(lambda: conn.send(None))
+        context.add_callback(lambda: self._end_stream(conn))
         try:
             while True:
                 msg = conn.outbox.get()
@@ -257,14 +265,23 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                     abort(context, msg.code, msg.message)
                 yield msg
         finally:
-            self.arbitrator.remove(conn)
-            with self._streams_lock:
-                self._streams.discard(conn)
+            self._end_stream(conn)
+
+    def _end_stream(self, conn: Connection) -> None:
+        """The stream is over (requests ended, the RPC terminated, or it failed): it leaves the
+        arbitration at once, so that a reconnect with its election id is not refused, and
+        frees its slot. Idempotent."""
+        self.arbitrator.remove(conn)
+        with self._streams_lock:
+            self._streams.discard(conn)
+        conn.send(None)
 
     def _read_stream(self, requests, conn: Connection) -> None:
         """Handle a stream's requests (its own thread); the stream ends with the requests."""
         try:
             for req in requests:
+                if isinstance(req, Unparsable):
+                    raise RpcError("INVALID_ARGUMENT", req.message)
                 which = req.WhichOneof("update")
                 if which == "arbitration":
                     self._arbitrate(req.arbitration, conn)
@@ -276,10 +293,11 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                         ack = req.digest_ack
                         pipeline.codec.digests.ack(ack.digest_id, ack.list_id)
         except RpcError as exc:
+            self.arbitrator.remove(conn)
             conn.send(exc)
-        except Exception:
-            pass
-        conn.send(None)
+        except Exception:  # the RPC was cancelled (or a bug): the stream ends either way
+            log.debug("stream %d ended", conn.id, exc_info=True)
+        self._end_stream(conn)
 
     def _arbitrate(self, arb: p4runtime_pb2.MasterArbitrationUpdate, conn: Connection) -> None:
         if arb.device_id != self.device_id:
@@ -299,8 +317,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             return
         try:
             frame = pipeline.packetio.frame_from_packet_out(packet)
-        except RuntimeApiError as exc:
-            log.warning("packet-out dropped: %s", exc.message)
+        except RuntimeApiError as exc:  # reported on the stream, which stays open (as PI)
+            conn.send(stream_error(exc, packet))
             return
         self.dataplane.inject(self.device.cpu_port, frame)
 

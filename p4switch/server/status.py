@@ -9,6 +9,8 @@ from google.protobuf import any_pb2
 from google.rpc import code_pb2, status_pb2
 from p4.v1 import p4runtime_pb2
 
+from p4switch.runtime.errors import RuntimeApiError
+
 ERROR_SPACE = "ALL-sswitch-p4org"
 
 
@@ -58,3 +60,14 @@ def abort_write(context: grpc.ServicerContext,
     status = status_pb2.Status(code=code_pb2.UNKNOWN, message=message, details=details)
     context.abort_with_status(_Status(grpc.StatusCode.UNKNOWN, message, (
         ("grpc-status-details-bin", status.SerializeToString()),)))
+
+
+def stream_error(exc: RuntimeApiError, packet: p4runtime_pb2.PacketOut
+                 ) -> p4runtime_pb2.StreamMessageResponse:
+    """The StreamError telling the controller that a packet-out was refused."""
+    msg = p4runtime_pb2.StreamMessageResponse()
+    msg.error.canonical_code = code_pb2.Code.Value(exc.code)
+    msg.error.message = exc.message
+    msg.error.space = ERROR_SPACE
+    msg.error.packet_out.packet_out.CopyFrom(packet)
+    return msg

@@ -138,10 +138,12 @@ class TableCodec:
         if msg.is_default_action:
             self._write_default(kind, info, table, msg)
             return
+        if not info.match_fields:
+            raise invalid(f"table {info.preamble.name} has no match key: its only entry is the "
+                          "default entry (MODIFY with is_default_action)")
         keys = self.decode_key(info, msg)
-        if msg.idle_timeout_ns and kind != Update.DELETE:
-            raise unimplemented("idle timeout notifications are not supported by p4switch "
-                                f"(table {info.preamble.name}: idle_timeout_ns must be 0)")
+        if kind != Update.DELETE:
+            self._check_direct_resources(info, msg)
         if kind == Update.DELETE:
             table.delete(keys, msg.priority)
             return
@@ -165,6 +167,26 @@ class TableCodec:
                                             msg.counter_data.byte_count]
         else:
             raise invalid(f"Invalid update type {kind}")
+
+    def _check_direct_resources(self, info: p4info_pb2.Table,
+                                msg: p4runtime_pb2.TableEntry) -> None:
+        """counter_data, meter_config and idle_timeout_ns only where the table has them."""
+        name = info.preamble.name
+        if msg.HasField("counter_data") and not self._has_direct(info, "direct_counters"):
+            raise invalid(f"table {name} has no direct counter: counter_data must be unset")
+        if msg.HasField("meter_config") and not self._has_direct(info, "direct_meters"):
+            raise invalid(f"table {name} has no direct meter: meter_config must be unset")
+        if msg.idle_timeout_ns < 0:
+            raise invalid("idle_timeout_ns must be a positive value")
+        if msg.idle_timeout_ns:
+            if info.idle_timeout_behavior != p4info_pb2.Table.NOTIFY_CONTROL:
+                raise invalid(f"table {name} does not support idle timeout: idle_timeout_ns "
+                              "must be 0")
+            raise unimplemented("idle timeout notifications are not supported by p4switch "
+                                f"(table {name}: idle_timeout_ns must be 0)")
+
+    def _has_direct(self, info: p4info_pb2.Table, kind: str) -> bool:
+        return any(self.index.kind(rid) == kind for rid in info.direct_resource_ids)
 
     def _write_default(self, kind: int, info, table, msg: p4runtime_pb2.TableEntry) -> None:
         if kind != Update.MODIFY:
@@ -213,18 +235,18 @@ class TableCodec:
                 continue
             out = te.match.add(field_id=mf.id)
             if fm.kind == "exact":
-                out.exact.value = to_bytes(fm.value)
+                out.exact.value = _field_bytes(fm.value)
             elif fm.kind == "optional":
-                out.optional.value = to_bytes(fm.value)
+                out.optional.value = _field_bytes(fm.value)
             elif fm.kind == "lpm":
-                out.lpm.value = to_bytes(fm.value)
+                out.lpm.value = _field_bytes(fm.value)
                 out.lpm.prefix_len = fm.prefix_len
             elif fm.kind == "ternary":
-                out.ternary.value = to_bytes(fm.value)
-                out.ternary.mask = to_bytes(fm.mask)
+                out.ternary.value = _field_bytes(fm.value)
+                out.ternary.mask = _field_bytes(fm.mask)
             else:
-                out.range.low = to_bytes(fm.low)
-                out.range.high = to_bytes(fm.high)
+                out.range.low = _field_bytes(fm.low)
+                out.range.high = _field_bytes(fm.high)
         te.priority = entry.priority
         self._encode_action(entry.action, te.action)
         te.controller_metadata = entry.controller_metadata
@@ -268,3 +290,9 @@ def meter_config(msg: p4runtime_pb2.MeterConfig):
     from p4switch.runtime.meters import MeterConfig
 
     return MeterConfig(cir=msg.cir, cburst=msg.cburst, pir=msg.pir, pburst=msg.pburst)
+
+
+def _field_bytes(value: int | None) -> bytes:
+    """A part of an entry's key field that its match kind has (never None)."""
+    assert value is not None
+    return to_bytes(value)

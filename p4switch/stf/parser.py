@@ -57,6 +57,7 @@ class _Tokens:
             elif m.lastgroup == "quoted":
                 self.items.append(("id", m.group()[1:-1], start_col + pos))
             else:
+                assert m.lastgroup is not None  # every alternative of _TOKEN is a named group
                 self.items.append((m.lastgroup, m.group(), start_col + pos))
             pos = m.end()
         self.pos = 0
@@ -120,8 +121,9 @@ class _Tokens:
         return int(text)
 
     def done(self) -> None:
-        if not self.at_end():
-            raise _Error(self.col(), f"unexpected {self.peek()[1]!r} at end of statement")
+        tok = self.peek()
+        if tok is not None:
+            raise _Error(self.col(), f"unexpected {tok[1]!r} at end of statement")
 
 
 def parse_stf_file(path: str | Path) -> list[s.Statement]:
@@ -162,6 +164,7 @@ def _statement(word: str, rest: str, rest_col: int, col: int) -> s.Statement:
     if word in ("packet", "expect"):
         return _packet_or_expect(word, rest, rest_col)
     tokens = _Tokens(rest, rest_col)
+    stmt: s.Statement
     if word == "add":
         stmt = _add(tokens)
     elif word == "setdefault":
@@ -193,6 +196,7 @@ def _packet_or_expect(word: str, rest: str, col: int) -> s.Statement:
     data = rest[m.end() :]
     data_col = col + m.end() + len(data) - len(data.lstrip())
     bad = _PACKET_DATA.match(data)
+    assert bad is not None  # it matches the empty string
     if bad.end() != len(data):
         raise _Error(col + m.end() + bad.end(), f"invalid packet data {data[bad.end()]!r}")
     digits = re.sub(r"\s+", "", data)

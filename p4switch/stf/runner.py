@@ -18,12 +18,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from p4switch.runtime.errors import RuntimeApiError
 from p4switch.stf import compare
 from p4switch.stf import entries as ent
 from p4switch.stf import syntax as s
 from p4switch.stf.parser import StfSyntaxError, parse_stf_file
+
+if TYPE_CHECKING:
+    from p4switch.runtime.cli_commands import CliInterpreter
+    from p4switch.runtime.entries import Entry
 
 
 class Outcome(str, Enum):
@@ -117,11 +122,11 @@ class _Run:
         config = EngineConfig(now_us=lambda: int((time.monotonic() - start) * 1e6), log=log)
         self.engine = program.new_engine(self.state, config)
         self.log = log or (lambda line: None)
-        self._cli = None
+        self._cli: CliInterpreter | None = None
         self.ports: set[int] = set()
         self.expects: dict[int, list[s.Expect]] = {}
         self.outputs: dict[int, list[bytes]] = {}
-        self.entries_by_id: dict[str, tuple[str, object]] = {}
+        self.entries_by_id: dict[str, tuple[str, Entry]] = {}
         self.counter_failures: list[str] = []
         self.warnings: list[str] = []
 
@@ -208,14 +213,15 @@ class _Run:
     def _counter_value(self, stmt: s.CheckCounter) -> tuple[int, int]:
         if stmt.index in self.entries_by_id:
             _, entry = self.entries_by_id[stmt.index]
-            return tuple(entry.direct_counter)
+            packets, nbytes = entry.direct_counter
+            return packets, nbytes
         names = [c.name for c in self.model.counters if c.direct_table is None]
         try:
             name = ent.find_by_name(names, stmt.counter, "counter", lambda n: n)
             index = ent.parse_int(stmt.index, "counter index")
         except ent.EntryError as exc:
             raise _Stop(Outcome.INVALID, str(exc)) from exc
-        return tuple(self.state.counters[name].read(index))
+        return self.state.counters[name].read(index)
 
     def _wait(self, stmt: s.Wait) -> None:
         """Packets are processed synchronously: nothing to wait for."""
@@ -226,12 +232,12 @@ class _Run:
     def _clicommand(self, stmt: s.CliCommand) -> None:
         if self._cli is None:
             try:
-                from p4switch.runtime.cli_commands import RuntimeCli
+                from p4switch.runtime.cli_commands import CliInterpreter
             except ImportError as exc:
                 raise _Stop(Outcome.UNSUPPORTED,
                             f"{stmt.command}: the simple_switch_CLI interpreter is not "
                             "available") from exc
-            self._cli = RuntimeCli(self.state)
+            self._cli = CliInterpreter(self.state)
         output = self._cli.execute(stmt.text())
         self.log(f"{stmt.text()}\n{output}".rstrip())
         if getattr(self._cli, "failed", False):

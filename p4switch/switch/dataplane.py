@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from p4switch.switch.device import Device
 from p4switch.switch.linkmon import LinkMonitor
-from p4switch.switch.pfc import PfcReceiver
+from p4switch.switch.pfc import PauseHold, PfcReceiver
 from p4switch.switch.ports import RawPort
 from p4switch.switch.tm import TrafficManager
 
@@ -50,6 +50,8 @@ class Dataplane:
         self.packet_in: Callable[[bytes], None] | None = None  # frames sent to the CPU port
         self.trace: Callable[[str], None] | None = None  # per-packet log lines (-L trace)
         self.pfc: PfcReceiver | None = None  # honours received PFC frames (p4switch-only)
+        # refreshes the pauses it sent while the buffer holds their port's traffic (pfc_hold)
+        self.pause_hold = PauseHold(tm.held_depth, self._pfc_link_bps)
         self._injected: deque[tuple[int, bytes]] = deque()
         self._unflushed: set[RawPort] = set()  # ports sent to in this pass: flushed at its end
         self._wake_r, self._wake_w = os.pipe()
@@ -84,15 +86,21 @@ class Dataplane:
             handlers[self.linkmon.fileno()] = self.linkmon.handle
         for fd in handlers:
             ep.register(fd, select.EPOLLIN)
-        lock, tm, clock = self.device.lock, self.tm, time.monotonic
+        lock, tm, clock, hold = self.device.lock, self.tm, time.monotonic, self.pause_hold
         try:
             while not self._stopping.is_set():
                 due = tm.next_due()
+                if hold.threshold is not None:
+                    held = hold.next_due()
+                    due = held if due is None else due if held is None else min(due, held)
                 timeout = -1.0 if due is None else max(0.0, due - clock())
                 events = ep.poll(timeout)
                 with lock:
                     for fd, _ in events:
                         handlers[fd]()
+                    if hold.threshold is not None:
+                        for number, frame in hold.due(clock()):
+                            self._transmit(number, frame)
                     if len(tm):
                         self._service_queues()
                     for port in self._unflushed:
@@ -194,12 +202,18 @@ class Dataplane:
             self.trace(f"port {port}: transmit {len(frame)} bytes: {frame[:32].hex()}")
         p = self.ports.get(port)
         if p is not None:
+            if self.pause_hold.threshold is not None and frame[12:14] == b"\x88\x08":
+                self.pause_hold.on_transmit(port, frame, time.monotonic())
             p.send(frame)
             self._unflushed.add(p)
         elif port == self.device.cpu_port and self.packet_in is not None:
             self.packet_in(frame)
         else:
             self.stats.tx_unknown_port += 1
+
+    def _pfc_link_bps(self, port: int) -> float:
+        """The rate PFC quanta refer to on `port` (the receiver's; 10 Gb/s without PFC)."""
+        return self.pfc.link_bps(port) if self.pfc is not None else 10e9
 
     def close(self) -> None:
         os.close(self._wake_r)

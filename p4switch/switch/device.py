@@ -33,6 +33,15 @@ def load_program(path: str | Path) -> Any:
         raise ProgramLoadError(f"{path}: cannot load device config: {exc}") from exc
 
 
+def refreeze_heap() -> None:
+    """Keep the running program's objects out of the cyclic collector's way (its passes stay
+    short and do not stall the data plane), after releasing the previous program's: frozen
+    objects are never collected, so each install first unfreezes what the last one froze."""
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+
+
 class Device:
     """Program, state and engine currently installed; replaced as a whole by `install`."""
 
@@ -74,10 +83,7 @@ class Device:
             self.generation += 1
             for listener in list(self._listeners):
                 listener()
-        # the program's objects live as long as it runs: keep them out of the cyclic
-        # collector's way so that its passes stay short and do not stall the data plane
-        gc.collect()
-        gc.freeze()
+        refreeze_heap()
 
     def on_install(self, listener: Callable[[], None]) -> None:
         """Call `listener` (under the lock) whenever a new program is installed."""

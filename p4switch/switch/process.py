@@ -14,6 +14,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from p4switch.switch.dataplane import Dataplane
 from p4switch.switch.device import Device, ProgramLoadError, load_program
@@ -23,6 +24,9 @@ from p4switch.switch.pfc import PfcReceiver, sysfs_link_bps
 from p4switch.switch.ports import PortError, RawPort
 from p4switch.switch.runtime_server import RuntimeCommandServer, SwitchCommands
 from p4switch.switch.tm import TrafficManager
+
+if TYPE_CHECKING:
+    from p4switch.server import P4RuntimeServer
 
 log = logging.getLogger("p4switch")
 PORT_THREADS = 16  # ports opened and closed side by side
@@ -60,7 +64,7 @@ class Switch:
         self.ports: dict[int, RawPort] = {}
         self.linkmon: LinkMonitor | None = None
         self.cli_server: RuntimeCommandServer | None = None
-        self.grpc = None
+        self.grpc: P4RuntimeServer | None = None
         self.dataplane: Dataplane | None = None
         self._stop_requested = False
 
@@ -102,7 +106,7 @@ class Switch:
         if opts.pfc:
             self.dataplane.pfc = PfcReceiver(tm.pause, opts.priority_queues, self._link_bps)
         commands = SwitchCommands(tm, dict(opts.interfaces), self.port_up, device.now_us,
-                                  self._port_counters)
+                                  self._port_counters, self.dataplane.pause_hold)
         try:
             self.cli_server = RuntimeCommandServer(device, commands, opts.thrift_port)
         except OSError as exc:

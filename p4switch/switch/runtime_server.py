@@ -5,11 +5,15 @@ Protocol (one request per line, one reply per line):
     switch -> client:  {"ok": true|false, "output": "<text>"}\\n
 
 Table, counter, meter, register, multicast and mirroring commands run through the runtime
-state's interpreter (`p4switch.runtime.cli_commands.RuntimeCli`); queue and port commands run
+state's interpreter (`p4switch.runtime.cli_commands.CliInterpreter`); queue and port commands run
 against the traffic manager and ports (`SwitchCommands`). p4switch-only commands:
 `queue_pause <port> <priority> <ms>`, `queue_resume <port> <priority>`,
 `queue_stats <port> [<priority>]`, `port_status [<port>]`, `port_stats [<port> ...]` (frames
-and bytes received/sent, send errors, frames the kernel dropped for a full socket buffer).
+and bytes received/sent, send errors, frames the kernel dropped for a full socket buffer),
+`pfc_watchdog <detection_ms> <restoration_ms> <drop|forward> [<poll_ms>]` | `pfc_watchdog off`,
+`pfc_watchdog_stats` (the traffic manager's PFC watchdog, p4switch/switch/pfc_watchdog.py),
+`pfc_hold <packets>` | `pfc_hold off` (hold the pauses it sent while its buffer holds their
+port's traffic, p4switch/switch/pfc.py `PauseHold`).
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from collections.abc import Callable
 
 from p4switch.runtime.errors import RuntimeApiError
 from p4switch.switch.device import Device
+from p4switch.switch.pfc import PauseHold
+from p4switch.switch.pfc_watchdog import WatchdogConfig
 from p4switch.switch.tm import TrafficManager
 
 log = logging.getLogger("p4switch.runtime_cli")
@@ -45,8 +51,10 @@ class SwitchCommands:
 
     def __init__(self, tm: TrafficManager, interfaces: dict[int, str],
                  port_up: Callable[[int], bool], elapsed_us: Callable[[], int],
-                 port_counters: Callable[[int], dict[str, int]] | None = None):
+                 port_counters: Callable[[int], dict[str, int]] | None = None,
+                 pause_hold: PauseHold | None = None):
         self.tm = tm
+        self.pause_hold = pause_hold
         self.port_counters = port_counters
         self.elapsed_us = elapsed_us
         self.interfaces = interfaces
@@ -76,7 +84,8 @@ class SwitchCommands:
 
     # commands ----------------------------------------------------------------------------
     NAMES = ("set_queue_depth", "set_queue_rate", "show_ports", "port_status",
-             "queue_pause", "queue_resume", "queue_stats", "port_stats")
+             "queue_pause", "queue_resume", "queue_stats", "port_stats", "pfc_watchdog",
+             "pfc_watchdog_stats", "pfc_hold")
     # handled here only while no program is loaded (else by the runtime interpreter)
     INTERPRETER_FIRST = ("set_queue_depth", "set_queue_rate")
 
@@ -111,6 +120,18 @@ class SwitchCommands:
             return "\n".join(lines)
         if cmd in ("queue_pause", "queue_resume", "queue_stats"):
             return self._queue_command(cmd, args)
+        if cmd in ("pfc_watchdog", "pfc_watchdog_stats"):
+            return self._watchdog_command(cmd, args)
+        if cmd == "pfc_hold":
+            if self.pause_hold is None or len(args) != 1:
+                raise CommandError("usage: pfc_hold <packets> | pfc_hold off"
+                                   if self.pause_hold is not None else "no pause hold here")
+            try:
+                self.pause_hold.set_threshold(
+                    None if args[0] == "off" else _int(args[0], "threshold (packets)"))
+            except ValueError as exc:
+                raise CommandError(str(exc)) from None
+            return ""
         if cmd == "port_stats":
             ports = [_int(a, "port") for a in args] or sorted(self.interfaces)
             lines = []
@@ -143,6 +164,25 @@ class SwitchCommands:
                     f"paused {self.tm.is_paused(port, prio)}")
         except ValueError as exc:
             raise CommandError(str(exc)) from None
+
+
+    def _watchdog_command(self, cmd: str, args: list[str]) -> str:
+        if cmd == "pfc_watchdog_stats":
+            return self.tm.watchdog_report()
+        if args == ["off"]:
+            self.tm.set_watchdog(None)
+            return ""
+        if len(args) not in (3, 4):
+            raise CommandError("usage: pfc_watchdog <detection_ms> <restoration_ms> "
+                               "<drop|forward> [<poll_ms>] | pfc_watchdog off")
+        try:
+            config = WatchdogConfig(_int(args[0], "detection (ms)") / 1000,
+                                    _int(args[1], "restoration (ms)") / 1000, args[2],
+                                    _int(args[3], "poll (ms)") / 1000 if len(args) > 3 else 0.0)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        self.tm.set_watchdog(config)
+        return ""
 
 
 class RuntimeCommandServer:
@@ -190,9 +230,9 @@ class RuntimeCommandServer:
         if self.device.state is None:
             return None
         if self._interp_generation != self.device.generation:
-            from p4switch.runtime.cli_commands import RuntimeCli
+            from p4switch.runtime.cli_commands import CliInterpreter
 
-            self._interp = RuntimeCli(self.device.state, self.switch_commands)
+            self._interp = CliInterpreter(self.device.state, self.switch_commands)
             self._interp_generation = self.device.generation
         return self._interp
 

@@ -9,6 +9,9 @@
   (and tail-dropping) packets but is not served until the pause expires or `resume` is called.
   Then it drains at its rate again, from the moment it resumed: the backlog a pause built up
   is not sent as one burst (802.1Qbb: a MAC resumes at its link rate).
+- p4switch-only: a PFC watchdog (`set_watchdog`, p4switch/switch/pfc_watchdog.py) declares a
+  paused, non-empty queue that dequeued nothing for its detection time stuck, ignores its
+  pauses (and with `drop` discards its packets) until no pause came for the restoration time.
 
 Not thread-safe: the data-plane loop and the runtime commands share one lock held by the caller.
 Times are `time.monotonic()` seconds; the queue fields handed to egress are in µs / packets.
@@ -21,6 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from p4switch.switch.pfc_watchdog import QueueWatchdog, WatchdogConfig
+
 DEFAULT_DEPTH = 64
 
 
@@ -29,6 +34,7 @@ class QueueStats:
     enqueued: int = 0
     dropped: int = 0
     dequeued: int = 0
+    watchdog_drops: int = 0  # discarded by the PFC watchdog (action drop)
 
 
 @dataclass
@@ -39,6 +45,9 @@ class EgressQueue:
     last_send_at: float = float("-inf")
     paused_until: float = 0.0
     stats: QueueStats = field(default_factory=QueueStats)
+    stuck: bool = False  # declared stuck by the PFC watchdog: pauses ignored
+    stuck_at: float = 0.0
+    pause_rx_at: float = float("-inf")  # the last pause (quanta > 0) received
 
 
 # What dequeue_due returns per packet (a plain tuple: this is the hot path):
@@ -59,6 +68,7 @@ class TrafficManager:
         self._busy: dict[int, list[EgressQueue]] = {}  # ports with packets queued
         self._pending = 0  # packets queued across all queues
         self.priority_drops = 0
+        self.watchdog: QueueWatchdog | None = None
 
     # -- configuration (runtime CLI) ------------------------------------------------------
     def queues(self, port: int) -> list[EgressQueue]:
@@ -98,11 +108,55 @@ class TrafficManager:
         for q in self._select(port, priority):
             q.rate_pps = rate_pps
 
+    def set_watchdog(self, config: WatchdogConfig | None) -> None:
+        """Turn the PFC watchdog on with `config` (its events start afresh), or off (None:
+        every stuck queue is lossless again at once)."""
+        self.watchdog = None if config is None else QueueWatchdog(config, self.clock())
+        if config is None:
+            for q in self._select(None, None):
+                q.stuck = False
+
+    def watchdog_poll(self, now: float) -> None:
+        """One watchdog round (the data path runs it every poll interval while queues hold
+        packets; the runtime CLI before it reports)."""
+        if self.watchdog is not None:
+            self.watchdog.poll(self._ports, now, self._flush)
+
+    def watchdog_report(self) -> str:
+        """The watchdog's setting, events and stuck queues (after a round), or "watchdog off"."""
+        if self.watchdog is None:
+            return "watchdog off"
+        now = self.clock()
+        self.watchdog.poll(self._ports, now, self._flush)
+        return self.watchdog.describe(now, self._ports)
+
+    def _flush(self, q: EgressQueue) -> int:
+        dropped = len(q.items)
+        q.items.clear()
+        self._pending -= dropped
+        q.stats.watchdog_drops += dropped
+        return dropped
+
+    def _stuck_drops(self, q: EgressQueue, port: int, priority: int, now: float) -> bool:
+        """True if a packet for stuck queue `q` is to be discarded (watchdog action drop)."""
+        wd = self.watchdog
+        if wd is None:
+            q.stuck = False
+            return False
+        return not wd.restore_due(q, port, priority, now) and wd.config.action == "drop"
+
     def pause(self, port: int, priority: int, seconds: float) -> None:
         """Stop serving one queue for `seconds` (p4switch-only; 0 resumes at once)."""
         q = self._select(port, priority)[0]
         now = self.clock()
+        if seconds > 0 and q.stuck:
+            restored = self.watchdog is None or self.watchdog.restore_due(q, port, priority, now)
+            q.pause_rx_at = now
+            if not restored:
+                return  # a stuck queue ignores pauses
+            q.stuck = False
         if seconds > 0:
+            q.pause_rx_at = now
             q.paused_until = now + seconds
         elif q.paused_until > now:
             q.paused_until = now  # the resume time paces the backlog (dequeue_due)
@@ -112,6 +166,18 @@ class TrafficManager:
 
     def is_paused(self, port: int, priority: int) -> bool:
         return self._select(port, priority)[0].paused_until > self.clock()
+
+    def held_depth(self, ingress_port: int, priority: int) -> int:
+        """The deepest `priority` queue that holds a packet which came in on `ingress_port`
+        (0: none does)."""
+        deepest = 0
+        for qs in self._busy.values():
+            if priority < len(qs):
+                items = qs[priority].items
+                if len(items) > deepest and any(e[3].sm.ingress_port == ingress_port
+                                                for e in items):
+                    deepest = len(items)
+        return deepest
 
     def depth(self, port: int, priority: int = 0) -> int:
         return len(self._select(port, priority)[0].items)
@@ -128,7 +194,7 @@ class TrafficManager:
         if not 0 <= priority < len(qs):
             return False
         q = qs[priority]
-        if q.items or q.rate_pps > 0 or q.capacity == 0 or q.paused_until > now:
+        if q.items or q.rate_pps > 0 or q.capacity == 0 or q.paused_until > now or q.stuck:
             return False
         q.stats.enqueued += 1
         q.stats.dequeued += 1
@@ -139,8 +205,10 @@ class TrafficManager:
         if not 0 <= priority < self.priority_queues:
             self.priority_drops += 1
             return None
-        q = self._ports.get(port) or self.queues(port)
-        q = q[priority]
+        q = (self._ports.get(port) or self.queues(port))[priority]
+        if q.stuck and self._stuck_drops(q, port, priority, now):
+            q.stats.watchdog_drops += 1
+            return None
         depth = len(q.items)
         if depth >= q.capacity:
             q.stats.dropped += 1
@@ -164,6 +232,8 @@ class TrafficManager:
         out: list[Dequeued] = []
         if not self._pending:
             return out
+        if self.watchdog is not None and now >= self.watchdog.next_poll:
+            self.watchdog.poll(self._ports, now, self._flush)
         for port, qs in list(self._busy.items()):
             while True:
                 for prio in range(len(qs) - 1, -1, -1):
@@ -188,7 +258,8 @@ class TrafficManager:
     def _repace(q: EgressQueue) -> None:
         """Departure times after a pause: from the resume time on, at the queue's rate."""
         gap = 1.0 / q.rate_pps if q.rate_pps > 0 else 0.0
-        t, items = q.paused_until, deque()
+        t = q.paused_until
+        items: deque = deque()
         for send_at, enq_time, enq_qdepth, item in q.items:
             t = max(send_at, t)
             items.append((t, enq_time, enq_qdepth, item))
@@ -207,6 +278,8 @@ class TrafficManager:
                     t = max(q.items[0][0], q.paused_until)
                     if due is None or t < due:
                         due = t
+        if self.watchdog is not None and due is not None:
+            due = min(due, self.watchdog.next_poll)
         return due
 
     def clear(self) -> None:

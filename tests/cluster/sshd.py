@@ -9,7 +9,7 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,8 +54,11 @@ def _listening(address: str, port: int) -> bool:
 
 
 @contextlib.contextmanager
-def second_server(workdir: Path, address: str = ADDRESS) -> Iterator[SecondServer]:
-    """Run the sshd for the block; stop it (SIGTERM, then SIGKILL) afterwards."""
+def second_server(workdir: Path, address: str = ADDRESS,
+                  settings: Mapping[str, str] | None = None) -> Iterator[SecondServer]:
+    """Run the sshd for the block; stop it (SIGTERM, then SIGKILL) afterwards. `settings`
+    (sshd_config keyword -> value) replace the defaults below, to make a misconfigured
+    server."""
     workdir.mkdir(parents=True, exist_ok=True)
     host_key, user_key = workdir / "host_ed25519", workdir / "id_ed25519"
     for key in (host_key, user_key):
@@ -66,7 +69,9 @@ def second_server(workdir: Path, address: str = ADDRESS) -> Iterator[SecondServe
     (workdir / "authorized_keys").write_text(user_key.with_suffix(".pub").read_text())
     port = _free_port(address)
     config = workdir / "sshd_config"
+    # sshd keeps the first value it reads for a keyword: the overrides come first
     config.write_text("\n".join([
+        *(f"{key} {value}" for key, value in (settings or {}).items()),
         f"ListenAddress {address}:{port}", f"HostKey {host_key}",
         f"PidFile {workdir / 'sshd.pid'}", f"AuthorizedKeysFile {workdir / 'authorized_keys'}",
         "PermitRootLogin prohibit-password", "PasswordAuthentication no",

@@ -1,4 +1,4 @@
-"""Cluster options and the switch from FabricNetwork to ClusterNetwork (nothing is started)."""
+"""Cluster options and the choice of FabricNetwork or ClusterNetwork (nothing is started)."""
 
 from __future__ import annotations
 
@@ -6,26 +6,33 @@ import pytest
 
 from topos import build_fabric
 from topos.mininet import FabricNetwork
-from topos.mininet.cluster import ClusterNetwork, ClusterOptions, with_cluster
+from topos.mininet.cluster import ClusterNetwork, ClusterOptions
 from topos.mininet.cluster_nodes import with_option
 from topos.mininet.cluster_servers import ClusterError
+from topos.mininet.network import fabric_network
 
 
-def test_inside_with_cluster_a_fabric_network_spreads_over_the_servers() -> None:
+def test_cluster_options_make_the_network_spread_over_the_servers() -> None:
     spec = build_fabric("leafspine")
     options = ClusterOptions("localhost,server2", placement="switch")
-    with with_cluster(options):
-        net = FabricNetwork(spec, None)
-        assert isinstance(net, ClusterNetwork)
-        assert net.options is options
-        assert set(net.placement.where.values()) == {"localhost", "server2"}
-        assert net.placement.policy == "switch"
-    assert type(FabricNetwork(spec, None)) is FabricNetwork
+    net = fabric_network(spec, None, cluster=options)
+    assert isinstance(net, ClusterNetwork)
+    assert net.options is options
+    assert set(net.placement.where.values()) == {"localhost", "server2"}
+    assert net.placement.policy == "switch"
+    assert type(fabric_network(spec, None)) is FabricNetwork
+    assert type(FabricNetwork(spec, None)) is FabricNetwork  # no options, no cluster
 
 
 def test_one_local_server_stays_a_plain_network() -> None:
-    with with_cluster(ClusterOptions(["localhost"])):
-        assert type(FabricNetwork(build_fabric("leafspine"), None)) is FabricNetwork
+    assert not ClusterOptions(["localhost"]).spreads()
+    net = fabric_network(build_fabric("leafspine"), None, cluster=ClusterOptions(["localhost"]))
+    assert type(net) is FabricNetwork
+
+
+def test_a_cluster_network_needs_options() -> None:
+    with pytest.raises(ClusterError, match="needs ClusterOptions"):
+        ClusterNetwork(build_fabric("leafspine"), None)
 
 
 def test_bad_options_are_rejected() -> None:

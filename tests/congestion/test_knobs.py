@@ -6,7 +6,6 @@ import queue
 import threading
 import time
 from functools import cache
-from pathlib import Path
 
 import pytest
 from p4.v1 import p4runtime_pb2
@@ -29,10 +28,11 @@ from controller.pfc_agent import (
 )
 from controller.pipeline import build_pipeline
 from controller.schema import Schema
+from mechanisms import program_path
 from targets import RuntimeCliError
 from traffic.pfc import build_pause
 
-PROGRAM = Path(__file__).resolve().parents[2] / "p4src" / "ecmp.p4"
+PROGRAM = program_path("ecmp")
 
 
 @cache

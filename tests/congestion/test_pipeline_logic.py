@@ -8,10 +8,10 @@ from scapy.contrib.mac_control import MACControlClassBasedFlowControl
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from experiments.lb.single_switch import load_program
+from experiments.framework.engine_switch import load_program
 from p4switch.engine import EngineConfig
 from p4switch.runtime import RuntimeState
-from p4switch.runtime.cli_commands import RuntimeCli
+from p4switch.runtime.cli_commands import CliInterpreter
 
 CPU_PORT = 510
 SPINE_PORT, HOST_PORT, OTHER_PORT = 1, 2, 3
@@ -24,7 +24,7 @@ class Pipeline:
         compiled = load_program("ecmp")
         self.state = RuntimeState(compiled.model)
         self.engine = compiled.new_engine(self.state, EngineConfig(cpu_port=CPU_PORT, priority_queues=8))
-        self.cli = RuntimeCli(self.state)
+        self.cli = CliInterpreter(self.state)
         for port, ip in ((HOST_PORT, "10.0.1.1"), (OTHER_PORT, "10.0.1.2")):
             self.run(f"act_prof_create_member FabricIngress.routing.ecmp_selector "
                      f"FabricIngress.routing.set_next_hop {port} 0x02000a000101")

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from controller.pipeline import Pipeline, PipelineError, build_pipeline
+from mechanisms import program_path
 from topos import FabricSpec, build_fabric, relocate
 
 # The program under test; FABRIC_LAB_TEST_P4 runs the suite against another variant of it.
-PROGRAM = Path(os.environ.get("FABRIC_LAB_TEST_P4",
-                              Path(__file__).resolve().parents[2] / "p4src" / "ecmp.p4"))
+PROGRAM = Path(os.environ.get("FABRIC_LAB_TEST_P4", program_path("ecmp")))
 PREFIX = "ct"
 GRPC_BASE = 29559
 THRIFT_BASE = 29090

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from controller.intent import Intent
 from controller.pipeline import PipelineError, build_pipeline
 from controller.schema import Schema
+from mechanisms import P4SRC
 from targets import BMV2, P4SWITCH
 from tests.controller.fabrics import PROGRAM, ecmp_pipeline
-
-P4SRC = Path(__file__).resolve().parents[2] / "p4src"
 
 
 def test_p4switch_pipeline_has_what_the_controller_programs():

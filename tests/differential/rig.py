@@ -27,11 +27,11 @@ from pathlib import Path
 from controller.fabric import FabricController
 from controller.lb import LoadBalancing
 from controller.pipeline import Pipeline, build_pipeline
+from mechanisms import program_path
 from targets import get_target
 from topos import FabricSpec, build_fabric
 from topos.mininet.procs import accepts
 
-REPO = Path(__file__).resolve().parents[2]
 LEAF = "leaf0"
 ETH_P_ALL = 0x0003
 PACKET_IGNORE_OUTGOING = 23
@@ -55,7 +55,7 @@ def _sysctl(setting: str) -> None:
 @cache
 def pipeline(program: str, target: str) -> Pipeline:
     """`p4src/<program>.p4` compiled for `target` (once per test session)."""
-    return build_pipeline(REPO / "p4src" / f"{program}.p4", target)
+    return build_pipeline(program_path(program), target)
 
 
 def fabric(spines: int = 2) -> FabricSpec:

@@ -1,5 +1,5 @@
 """Setting one of a switch's own interfaces administratively down (`ip link set X down`, what
-`topos.mininet.cli.set_link` does to a link's switch-side interface) must not stop the switch
+`topos.mininet.failures.set_link` does to a link's switch-side interface) must not stop the switch
 from forwarding between its other ports.
 
 BMv2 fails this: its single receive thread (behavioral-model src/BMI/bmi_port.c `run_select`)

@@ -2,8 +2,8 @@
 
 `extract(path)` returns every `fabric-lab`, `p4switch*` and `make` command a page shows, in code
 blocks (sh/console/plain) and in inline code, as argv lists with placeholders (`FABRIC`, `N`,
-`DIR`, `a|b` alternatives, `[optional]` brackets, `...`) replaced by sample values. Mininet CLI
-lines (`mininet> ...`) and Python blocks are not commands.
+`DIR`, `a|b` alternatives, `[optional]` brackets, `...`) replaced by sample values. CLI lines
+(`fabric> ...`, `mininet> ...`) and Python blocks are not commands.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ PROGRAMS = ("fabric-lab", "p4switch", "p4switch-compile", "p4switch-stf", "p4swi
 REPO_DIRS = ("p4src", "p4switch", "topos", "traffic", "controller", "experiments", "fabric_lab",
              "docs", "bench", "scripts", "tests", "labs")
 SHELL_BLOCKS = ("", "sh", "bash", "console", "shell", "text")
+CLI_PROMPTS = ("fabric>", "mininet>", "RuntimeCmd:")  # lines typed at a CLI, not a shell
 
 # Placeholders the pages use, and the sample value each stands for.
 PLACEHOLDERS = {
@@ -126,7 +127,7 @@ def extract(page: Path) -> list[DocCommand]:
         stripped = line.strip()
         if not pending:
             start = number
-            if stripped.startswith(("mininet>", "RuntimeCmd:")):
+            if stripped.startswith(CLI_PROMPTS):
                 continue
             stripped = stripped.removeprefix("$ ").removeprefix("# ")
         pending += stripped
@@ -148,14 +149,15 @@ def extract(page: Path) -> list[DocCommand]:
     return found
 
 
-def mininet_lines(page: Path) -> list[tuple[int, list[str]]]:
-    """(line, argv) of every `mininet> ...` line in a page's code blocks."""
+def mininet_lines(page: Path, prompt: str = "fabric>") -> list[tuple[int, list[str]]]:
+    """(line, argv) of every `fabric> ...` line (the CLI of `fabric-lab up`) in a page's code
+    blocks; `prompt="mininet>"` finds lines that show Mininet's own prompt instead."""
     blocks, _ = split_page(page.read_text())
     found = []
     for number, _language, line in blocks:
         text = line.strip()
-        if text.startswith("mininet>"):
-            tokens = _split(text.removeprefix("mininet>"))
+        if text.startswith(prompt):
+            tokens = _split(text.removeprefix(prompt))
             if tokens:
                 found.append((number, tokens))
     return found

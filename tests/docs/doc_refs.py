@@ -43,7 +43,7 @@ def path_problems(page: Path) -> list[str]:
         for cited in re.findall(r"(?<![\w/.-])([\w-]+\.(?:p4|py):\d+)", line):
             problems.append(f"{rel}:{number}: `{cited}`: cite with the path from the repository "
                             "root, so that it can be checked")
-        for name in re.findall(r"\b([A-Z][A-Z_]+\.md)\b", line):
+        for name in re.findall(r"(?<![\w./-])((?:[\w.-]+/)*[A-Z][A-Z_]+\.md)\b", line):
             if not ((REPO / name).exists() or (page.parent / name).exists()):
                 problems.append(f"{rel}:{number}: {name} is not in the repository")
     return problems

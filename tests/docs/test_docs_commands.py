@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import re
 import subprocess
 import sys
@@ -139,10 +140,10 @@ def check_p4switch_tool(command: DocCommand) -> None:
 
 
 def runtime_cli_commands() -> set[str]:
-    from p4switch.runtime.cli_commands import RuntimeCli
+    from p4switch.runtime.cli_commands import CliInterpreter
     from p4switch.switch.runtime_server import SwitchCommands
 
-    names = {name[3:] for name in dir(RuntimeCli) if name.startswith("do_")}
+    names = {name[3:] for name in dir(CliInterpreter) if name.startswith("do_")}
     return names | set(SwitchCommands.NAMES)
 
 
@@ -243,19 +244,23 @@ def _subcommand_words(parser: argparse.ArgumentParser, argv: list[str]) -> tuple
 
 
 def test_help_of_every_documented_subcommand(commands: list[DocCommand]) -> None:
+    """`--help` of every subcommand the pages use: fabric-lab's in this process (its parser is
+    the one the command builds), the other programs as commands."""
     from fabric_lab.cli import build_parser
 
     parser = build_parser()
     used = {_subcommand_words(parser, list(command.argv[1:])) for command in commands
             if command.argv[0] == "fabric-lab"} - {()}
     assert {("show",), ("up",), ("run",), ("traffic", "collective")} <= used, used
-    wanted = [("fabric-lab", *words) for words in sorted(used)]
-    wanted += [(program,) for program in sorted({c.argv[0] for c in commands} - {"fabric-lab", "make"})]
     failed = []
-    for argv in wanted:
-        result = run_tool(*argv, "--help")
+    for words in sorted(used):
+        help_text = _subparser(parser, list(words)).format_help()
+        if not help_text.startswith(f"usage: fabric-lab {' '.join(words)}"):
+            failed.append(f"fabric-lab {' '.join(words)} --help: {help_text[:200]}")
+    for program in sorted({c.argv[0] for c in commands} - {"fabric-lab", "make"}):
+        result = run_tool(program, "--help")
         if result.returncode != 0 or "usage:" not in result.stdout:
-            failed.append(f"{' '.join(argv)} --help: exit {result.returncode}: {result.stderr[-300:]}")
+            failed.append(f"{program} --help: exit {result.returncode}: {result.stderr[-300:]}")
     assert not failed, "\n".join(failed)
 
 
@@ -282,11 +287,18 @@ def test_documented_commands_that_need_no_root_run(commands: list[DocCommand], t
         if argv and not check(command):
             runs.setdefault(tuple(argv), command)
     assert any(argv[0] == "show" for argv in runs), "no `fabric-lab show` command found to run"
+    from fabric_lab.cli import main
+
     failed = []
-    for argv, command in runs.items():
-        result = run_tool("fabric-lab", *argv)
-        if result.returncode != 0:
-            failed.append(f"{command}\n    -> exit {result.returncode}: {result.stderr.strip()[-400:]}")
+    for argv, command in runs.items():  # in this process: one import for all of them
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = main(list(argv))
+            except SystemExit as exit_:  # argparse's own exits (usage errors: status 2)
+                status = exit_.code if isinstance(exit_.code, int) else 1
+        if status != 0:
+            failed.append(f"{command}\n    -> exit {status}: {err.getvalue().strip()[-400:]}")
     assert not failed, "\n".join(failed)
 
 
@@ -303,8 +315,17 @@ def _cli_commands(path: Path) -> set[str]:
     return set(re.findall(r"^    def do_(\w+)\(", path.read_text(), flags=re.M))
 
 
+def test_the_pages_show_the_prompt_the_cli_prints() -> None:
+    """`fabric-lab up`'s CLI prompts `fabric>`: no page shows Mininet's `mininet>` for it."""
+    cli = (REPO / "topos" / "mininet" / "cli.py").read_text()
+    assert 'prompt = "fabric> "' in cli
+    shown = [f"{page.relative_to(REPO)}:{number}" for page in doc_pages()
+             for number, _ in mininet_lines(page, prompt="mininet>")]
+    assert not shown, f"mininet> shown where the prompt is fabric>: {shown}"
+
+
 def test_mininet_cli_lines_name_real_commands_and_nodes() -> None:
-    """`mininet> ...` lines: a command of the lab's CLI (or Mininet's), on nodes a fabric has."""
+    """`fabric> ...` lines: a command of the lab's CLI (or Mininet's), on nodes a fabric has."""
     from topos import FABRICS, build_fabric
 
     mininet_cli = pytest.importorskip("mininet.cli")
@@ -317,7 +338,7 @@ def test_mininet_cli_lines_name_real_commands_and_nodes() -> None:
     for page in doc_pages():
         for number, argv in mininet_lines(page):
             seen += 1
-            where = f"{page.relative_to(REPO)}:{number}: mininet> {' '.join(argv)}"
+            where = f"{page.relative_to(REPO)}:{number}: fabric> {' '.join(argv)}"
             if argv[0] not in commands:
                 problems.append(f"{where}: no CLI command {argv[0]!r}")
             elif argv[0] in ("link_fail", "link_restore", "link_drop", "switch_fail", "traffic"):
@@ -325,7 +346,7 @@ def test_mininet_cli_lines_name_real_commands_and_nodes() -> None:
                 unknown = [tok for tok in names[:2] if tok not in nodes]
                 if unknown:
                     problems.append(f"{where}: {', '.join(unknown)} in no default fabric")
-    assert seen, "no mininet> lines found"
+    assert seen, "no fabric> lines found"
     assert not problems, "\n".join(problems)
 
 

@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from experiments.lb.ballsbins import collision_probability, expected_imbalance, expected_max_load
+from experiments.framework.ballsbins import collision_probability, expected_imbalance, expected_max_load
 
 
 @pytest.mark.parametrize(("flows", "links", "imbalance", "collision"), [

@@ -170,3 +170,14 @@ def test_a_scaled_run_runs_on_the_scaled_fabric(tmp_path: Path) -> None:
     logs = {p.name for p in (tmp_path / "r" / "logs").iterdir()}
     assert any(name.startswith("spine2") for name in logs), logs  # a third spine ran
     assert not any(name.startswith("spine3") for name in logs), logs
+
+
+def test_the_runs_cluster_options_reach_the_experiment(tmp_path: Path, squares: Experiment) -> None:
+    from topos.mininet.cluster import ClusterOptions
+
+    seen = []
+    options = ClusterOptions("localhost,server2")
+    spread = dataclasses.replace(squares, run=lambda ctx: (seen.append(ctx.cluster), squares.run(ctx)))
+    execute(spread, quick=True, base=tmp_path, progress=lambda _: None, cluster=options)
+    execute(spread, quick=True, base=tmp_path, progress=lambda _: None)
+    assert seen == [options, None]

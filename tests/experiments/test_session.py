@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from experiments.framework.session import FabricSession
+from mechanisms import program_path
 from topos import FabricSpec, build_fabric
 from topos.relocate import prefixed
 
 pytestmark = [pytest.mark.mininet, pytest.mark.root]
-PROGRAM = Path(__file__).resolve().parents[2] / "p4src" / "ecmp.p4"
+PROGRAM = program_path("ecmp")
 
 
 def fs_fabric() -> FabricSpec:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.failover.fabrics import fo_fabric
-from topos.mininet import cli as links
+from topos.mininet import failures as links
 
 pytestmark = [pytest.mark.mininet, pytest.mark.slow, pytest.mark.root]
 ROOT = Path(__file__).resolve().parents[2]

@@ -26,7 +26,7 @@ from experiments.demo.plot import (
 )
 from experiments.demo.stages import Stage
 from experiments.demo.view import lossy_columns
-from experiments.failover.lab import Failure, Flow, FlowRun
+from experiments.framework.failover_lab import Failure, Flow, FlowRun
 from experiments.framework.results import ResultDir
 from tests.failover.fabrics import fo_fabric
 

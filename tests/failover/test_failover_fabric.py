@@ -12,10 +12,10 @@ import time
 import pytest
 
 from controller.checks import pingall
-from experiments.failover.lab import FailoverLab, Failure
-from experiments.failover.measure import outcome
+from experiments.framework.failover_lab import FailoverLab, Failure
+from experiments.framework.recovery import outcome
 from tests.failover.fabrics import fo_fabric
-from topos.mininet import cli as links
+from topos.mininet import failures as links
 
 pytestmark = [pytest.mark.mininet, pytest.mark.slow, pytest.mark.root]
 PAIRS = [("foh0n0", "foh3n0")]

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.failover.measure import outcome
-from topos.mininet import cli as links
+from experiments.framework.recovery import outcome
+from topos.mininet import failures as links
 
 pytestmark = pytest.mark.root
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +52,7 @@ def pair():
 
 def _start(ns: str, *args: str) -> subprocess.Popen:
     proc = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m",
-                             "experiments.failover.flows", *args], cwd=ROOT,
+                             "traffic", "paced", *args], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert json.loads(proc.stdout.readline())["event"] == "ready", proc.stderr.read()
     return proc

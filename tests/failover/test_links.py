@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from topos.mininet import cli as links
+from topos.mininet import failures as links
 from topos.model import Endpoint, FabricSpec, Link, Switch
 
 pytestmark = pytest.mark.root

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.failover.measure import loss_window, outcome, recovery_time, rolling_mean
+from experiments.framework.recovery import loss_window, outcome, recovery_time, rolling_mean
 
 T = 1000.0  # failure time (epoch seconds)
 

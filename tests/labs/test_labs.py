@@ -15,7 +15,8 @@ import pytest
 from fabric_lab.labkit import LABS, P4SRC, SOLUTIONS, lab, labs, run_checks
 
 ROOT = Path(__file__).resolve().parents[2]
-ORDER = ["01-ecmp", "02-flowlet", "03-dlb", "04-ecn", "05-pfc", "06-failover", "07-fabrics"]
+ORDER = ["01-ecmp", "02-flowlet", "03-dlb", "04-ecn", "05-pfc", "06-failover", "07-fabrics",
+         "08-pfc-deadlock", "09-collectives"]
 
 
 def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
@@ -27,7 +28,7 @@ def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 def test_the_labs_come_in_course_order_with_handouts_and_solutions():
     found = labs()
     assert [item.slug for item in found] == ORDER
-    assert [item.number for item in found] == list(range(1, 8))
+    assert [item.number for item in found] == [int(slug[:2]) for slug in ORDER]
     for item in found:
         handout = (item.path / "README.md").read_text()
         for section in ("**Prerequisites:**", "**Time:**", "## Steps", "## Expected results",
@@ -89,7 +90,7 @@ def test_lab_list_start_and_check_as_a_student(tmp_path):
     listed = _cli("list")
     assert listed.returncode == 0, listed.stderr
     rows = [line for line in listed.stdout.splitlines() if re.match(r"\s*\d+\s", line)]
-    assert [int(line.split()[0]) for line in rows] == list(range(1, 8))
+    assert [int(line.split()[0]) for line in rows] == [int(slug[:2]) for slug in ORDER]
     assert "ecmp_lab.p4 (P4)" in rows[0] and "pfc_lab.py (Python)" in rows[4]
 
     work = tmp_path / "lab1"
@@ -97,7 +98,13 @@ def test_lab_list_start_and_check_as_a_student(tmp_path):
     assert started.returncode == 0, started.stderr
     assert (work / "ecmp_lab.p4").read_text() == (LABS / "01-ecmp" / "ecmp_lab.p4").read_text()
     assert (work / "lab1-README.md").is_file()
-    assert (work / "include").resolve() == (P4SRC / "include").resolve()
+    # the pipeline is a copy without the control under study (include/flow.p4 is a stub)
+    assert not (work / "include").is_symlink()
+    assert (work / "include" / "routing.p4").read_text() == (P4SRC / "include" /
+                                                           "routing.p4").read_text()
+    assert "control FlowKey" not in (work / "include" / "flow.p4").read_text()
+    handout = (work / "lab1-README.md").read_text()
+    assert "](../../docs" not in handout and f"]({ROOT}/docs/" in handout
     again = _cli("start", "1", str(work))
     assert again.returncode == 2 and "never overwritten" in again.stderr
 
@@ -118,8 +125,8 @@ def test_lab_list_start_and_check_as_a_student(tmp_path):
 def test_the_file_checked_by_default_comes_from_the_current_directory(tmp_path):
     missing = _cli("check", "2", cwd=tmp_path)
     assert missing.returncode == 2 and "fabric-lab lab start 2 DIR" in missing.stderr
-    unknown = _cli("check", "9")
-    assert unknown.returncode == 2 and "no lab 9" in unknown.stderr
+    unknown = _cli("check", "99")
+    assert unknown.returncode == 2 and "no lab 99" in unknown.stderr
     other = tmp_path / "mine.p4"
     other.write_text((SOLUTIONS / "02-flowlet" / "flowlet_lab.p4").read_text())
     (tmp_path / "include").symlink_to(P4SRC / "include")

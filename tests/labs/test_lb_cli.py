@@ -132,3 +132,56 @@ def test_lb_from_the_cli_and_from_a_second_terminal_and_traffic_by_hand(tmp_path
         rc = console.close()
     assert rc == 0, "".join(console.out)
     assert not list(run.glob("*.lb.sock")), "the socket outlived the fabric"
+
+
+def test_a_students_program_with_pcaps_and_trace_logs_and_lb_only_turning_its_knob(tmp_path):
+    """The labs' debugging path as the handouts give it: `up --program` a student's flowlet
+    program with `--pcap DIR` (a directory that does not exist yet), `--log-level trace`;
+    `lb flowlet 20000` sets the gap of that program, `lb dlb` refuses to replace it."""
+    pytest.importorskip("p4switch.compiler", reason="the p4switch compiler is not in the tree")
+    from fabric_lab.closedbook import pipeline_copy
+    from fabric_lab.labkit import lab
+
+    flowlet = lab(2)
+    work = tmp_path / "lab2"
+    work.mkdir()
+    pipeline_copy(work / "include", flowlet.withheld, flowlet.file, flowlet.own_controls)
+    program = work / flowlet.file
+    program.write_text(flowlet.solution.read_text())
+    spec = prefixed(build_fabric("leafspine", leaves=2, spines=2, hosts_per_leaf=1), "lp",
+                    45559, 45090)
+    model = tmp_path / "lp.json"
+    model.write_text(spec.to_json())
+    pcaps, logs = tmp_path / "pcap" / "new", tmp_path / "logs"
+    env = {**os.environ, "FABRIC_LAB_RUN_DIR": str(tmp_path / "run"), "PYTHONUNBUFFERED": "1"}
+    env.pop("FABRIC_LAB_FABRIC", None)
+    console = Console([sys.executable, "-m", "fabric_lab.cli", "up", str(model), "--target",
+                       "p4switch", "--program", str(program), "--pcap", str(pcaps),
+                       "--log-dir", str(logs), "--log-level", "trace"], env)
+    try:
+        console.wait_for("  total ")
+        console.send("lb flowlet 20000")
+        console.wait_for("flowlet_lab.p4 on 4 switches (flowlet mode)")
+        console.wait_for("lpleaf0: flowlet gap 20000 us")
+        console.send("lb dlb")
+        refused = console.wait_for("*** lb: ")
+        assert "flowlet_lab.p4 (flowlet mode), which has no dlb mechanism" in refused
+        console.send("lb")
+        console.wait_for("flowlet_lab.p4 on 4 switches (flowlet mode)")  # still the student's
+        console.send("traffic lph0n0 lph1n0 --qps 2 --size 16K --messages 1")
+        console.wait_for("received: QP 101 from 10.0.0.1")
+    finally:
+        rc = console.close()
+    assert rc == 0, "".join(console.out)
+    captured = {path.name for path in pcaps.iterdir()}
+    assert "lpleaf0-eth1_in.pcap" in captured and "lpleaf0-eth1_out.pcap" in captured, captured
+    assert any((pcaps / name).stat().st_size > 24 for name in captured)  # beyond the header
+    assert "transmit" in (logs / "lpleaf0.log").read_text()  # trace: every packet sent
+
+    # with no controller running (`up --run CMD`), lb connects itself: it refuses all the same
+    direct = subprocess.run([sys.executable, "-m", "fabric_lab.cli", "up", str(model), "--target",
+                             "p4switch", "--program", str(program), "--run",
+                             f"{sys.executable} -m fabric_lab.cli lb --mode dlb --target p4switch"],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert direct.returncode == 1, direct.stdout + direct.stderr
+    assert "a program of your own on lpleaf0 (flowlet mode)" in direct.stderr, direct.stderr

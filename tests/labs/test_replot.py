@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from experiments.ecmp_hashing.experiment import EXPERIMENT
 from experiments.framework import execute
@@ -60,3 +63,25 @@ def test_replot_names_what_is_wrong(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "did not complete (status 'failed': boom)" in done.stderr
     assert "unknown experiment 'nope'" in done.stderr
+
+
+@pytest.mark.mininet
+@pytest.mark.root
+@pytest.mark.slow
+def test_replot_redraws_a_demo_run(tmp_path: Path) -> None:
+    """`fabric-lab demo` writes results/demo/<ts> too (not a registered experiment): one short
+    uplink stage on a small leaf-spine, its timeline deleted and drawn again."""
+    from experiments.demo.run import run_demo
+    from topos import build_fabric
+    from topos.relocate import prefixed
+
+    spec = prefixed(build_fabric("leafspine", leaves=2, spines=2, hosts_per_leaf=1), "rp",
+                    46559, 46090)
+    timeline = run_demo(kinds=["uplink"], spec=spec, before_s=1.0, hold_s=1.0, after_s=1.0,
+                        flows_per_pair=2, out=tmp_path / "demo", stream=io.StringIO())
+    assert timeline.name == "timeline.png"
+    timeline.unlink()
+    done = _replot(timeline.parent)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"{timeline.parent}: 1 plot(s): timeline.png"
+    assert timeline.stat().st_size > 10_000

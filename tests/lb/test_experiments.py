@@ -8,8 +8,8 @@ import json
 import pytest
 
 from experiments.framework import execute
+from experiments.framework.ballsbins import expected_imbalance
 from experiments.framework.registry import get
-from experiments.lb.ballsbins import expected_imbalance
 
 pytestmark = [pytest.mark.mininet, pytest.mark.slow, pytest.mark.root]
 ISOLATED = {"name_prefix": "lx", "port_base": "44000"}

@@ -7,8 +7,8 @@ from collections import Counter
 import pytest
 
 from experiments.framework import resolve_params
-from experiments.lb.lab import LinkLoads
-from experiments.lb.switch import flow_index
+from experiments.framework.engine_switch import flow_index
+from experiments.framework.lb_lab import LinkLoads
 from experiments.lb_compare.experiment import EXPERIMENT, end_leaves, fabric, imbalance, plan, uplinks
 
 

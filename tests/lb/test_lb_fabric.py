@@ -17,8 +17,8 @@ import pytest
 from controller.lb import LbError, program_path
 from controller.pipeline import build_pipeline
 from controller.routes import default_hash_seed
-from experiments.lb.lab import FlowSpec, LbLab, LinkLoads
-from experiments.lb.switch import LbSwitch, colliding_sports, roce_frame
+from experiments.framework.engine_switch import LbSwitch, colliding_sports, roce_frame
+from experiments.framework.lb_lab import FlowSpec, LbLab, LinkLoads
 from topos import build_fabric
 from topos.relocate import prefixed
 

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 from scapy.layers.inet import IP
 
-from experiments.lb.switch import LbSwitch, colliding_sports, roce_frame
+from experiments.framework.engine_switch import LbSwitch, colliding_sports, roce_frame
 from traffic.frames import icrc_ok, strip_tag
 from traffic.headers import TAG_FLAG_SWITCH, TAG_IP_PROTO, ReorderTag
 

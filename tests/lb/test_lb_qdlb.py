@@ -7,7 +7,7 @@ from collections import Counter
 
 from scapy.layers.inet import IP
 
-from experiments.lb.switch import LbSwitch, roce_frame
+from experiments.framework.engine_switch import LbSwitch, roce_frame
 from traffic.frames import build_frame, icrc_ok, strip_tag
 from traffic.headers import TAG_FLAG_HOST, TAG_FLAG_SWITCH, TAG_IP_PROTO, WRITE_ONLY, ReorderTag
 

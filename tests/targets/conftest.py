@@ -15,11 +15,12 @@ import pytest
 
 from controller.p4rt import P4RuntimeClient
 from controller.pipeline import Pipeline, build_pipeline
+from mechanisms import program_path
 from targets import BMV2, P4SWITCH, Target
 from topos.mininet.procs import accepts
 from topos.model import Switch
 
-PROGRAM = Path(__file__).resolve().parents[2] / "p4src" / "ecmp.p4"
+PROGRAM = program_path("ecmp")
 TARGET_PARAMS = [pytest.param(P4SWITCH, id="p4switch"),
                  pytest.param(BMV2, id="bmv2", marks=pytest.mark.bmv2)]
 

@@ -3,6 +3,7 @@ can do, availability, finding programs, real compiles and versions."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import importlib.metadata
 import sys
@@ -13,6 +14,7 @@ import pytest
 from targets import (
     BMV2,
     CHOICES,
+    NAMES,
     P4SWITCH,
     CompileError,
     TargetError,
@@ -31,10 +33,21 @@ def test_registry_resolves_names_and_passes_targets_through() -> None:
     assert get_target() is P4SWITCH and get_target("auto") is P4SWITCH
     assert get_target("p4switch") is P4SWITCH and get_target("bmv2") is BMV2
     assert get_target(BMV2) is BMV2
-    assert CHOICES == ("auto", "p4switch", "bmv2")
+    assert CHOICES == ("auto", "p4switch", "bmv2") and NAMES == ("p4switch", "bmv2")
     with pytest.raises(TargetError, match="unknown target 'tofino'; choose auto, p4switch, bmv2"):
         get_target("tofino")
     assert issubclass(TargetError, ValueError)
+
+
+def test_every_commands_target_choices_are_the_registrys() -> None:
+    from fabric_lab.cli import build_parser
+
+    commands = next(a.choices for a in build_parser()._actions
+                    if isinstance(a, argparse._SubParsersAction))
+    offered = {name: action.choices for name, command in commands.items()
+               for action in command._actions if "--target" in action.option_strings}
+    assert {"run", "up", "controller", "lb", "demo"} <= set(offered)
+    assert all(choices in (CHOICES, NAMES) for choices in offered.values()), offered
 
 
 def test_capabilities_are_named_not_looked_up_by_name() -> None:
@@ -65,8 +78,19 @@ def test_bmv2_takes_cpu_port_as_target_option(tmp_path: Path) -> None:
     sep = argv.index("--")
     assert argv[sep + 1:] == ["--grpc-server-addr", "127.0.0.1:9563", "--cpu-port", "510"]
     assert argv[sep - 1] == "--no-p4"
-    assert argv[argv.index("--pcap") + 1] == str(tmp_path)
+    # BMv2's --pcap takes its directory only as --pcap=DIR; a separate word is the program
+    assert f"--pcap={tmp_path}" in argv[:sep]
     assert "--cpu-port" not in argv[:sep]
+
+
+def test_the_log_level_reaches_both_switches_and_logs_to_the_log_file() -> None:
+    spec = build_fabric("leafspine")
+    sw = spec.switch("leaf0")
+    for target in (P4SWITCH, BMV2):
+        argv = target.with_log_level("trace").argv(sw, spec.ports(sw.name))
+        main = argv[:argv.index("--")]
+        assert main[main.index("--log-level") + 1] == "trace" and "--log-console" in main
+        assert "--log-level" not in target.argv(sw, spec.ports(sw.name))
 
 
 def test_queue_options_go_where_each_target_takes_them() -> None:

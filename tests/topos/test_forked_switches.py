@@ -17,7 +17,7 @@ import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from targets import P4SWITCH
-from topos.mininet.forked import ForkServer
+from topos.mininet.forked import ForkServerClient
 from topos.mininet.nodes import grpc_listening
 from topos.mininet.procs import stop_child, wait_gone
 
@@ -49,7 +49,7 @@ def wait_listening(proc, port: int, timeout: float = 20.0) -> None:
 def server():
     argv = P4SWITCH.forkserver_argv()
     assert argv is not None and argv[1:] == ["-m", "p4switch.switch.forkserver"]
-    fs = ForkServer(argv)
+    fs = ForkServerClient(argv)
     yield fs
     fs.close()
 
@@ -94,7 +94,7 @@ def test_a_bad_command_line_exits_2_with_the_error_in_its_log(server, tmp_path):
 
 
 def test_switches_die_with_the_server(tmp_path):
-    fs = ForkServer(P4SWITCH.forkserver_argv())
+    fs = ForkServerClient(P4SWITCH.forkserver_argv())
     try:
         argv, port = switch_argv(7)
         proc = fs.launch(argv, tmp_path / "s.log")

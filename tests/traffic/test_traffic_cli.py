@@ -113,3 +113,19 @@ def test_send_rejects_packets_larger_than_the_mtu(pair_net):
                prefix=["ip", "netns", "exec", a.netns])
     assert proc.returncode == 2
     assert f"exceed the MTU 1500 of {a.iface}" in proc.stderr
+
+
+def test_the_same_tool_runs_as_python_m_traffic():
+    """`python -m traffic` is the tool `fabric-lab traffic`, the Mininet CLI and the experiments
+    run: the same actions, its own name in errors, and the paced flows' roles."""
+    tool = [sys.executable, "-m", "traffic"]
+    listed = subprocess.run([*tool, "--help"], capture_output=True, text=True, cwd=PROJECT_ROOT)
+    assert listed.returncode == 0
+    assert all(action in listed.stdout for action in ("send", "recv", "collective", "paced",
+                                                       "worker"))
+    bad = subprocess.run([*tool, "send", "--iface", "lo", "--dst", "10.0.0.1", "--size", "0"],
+                         capture_output=True, text=True, cwd=PROJECT_ROOT)
+    assert bad.returncode == 2 and "python -m traffic send: error" in bad.stderr
+    flow = subprocess.run([*tool, "paced", "send", "--flow", "10.0.0.1:7"], capture_output=True,
+                          text=True, cwd=PROJECT_ROOT)
+    assert flow.returncode == 2 and "want DST_IP:QPN:SPORT" in flow.stderr

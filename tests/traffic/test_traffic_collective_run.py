@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from topos.mininet.cli import drop_program
+from topos.mininet.failures import drop_program
 from traffic.collectives.placement import topology_aware_ring
 from traffic.collectives.runner import CollectiveRunner
 from traffic.collectives.schedule import all_to_all, halving_doubling_allreduce, incast, ring_allreduce

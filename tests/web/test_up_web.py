@@ -16,7 +16,7 @@ import pytest
 
 from tests.web.browser import wait_until
 from topos import build_fabric
-from topos.mininet.cli import find_link, link_name
+from topos.mininet.failures import find_link, link_name
 from topos.relocate import prefixed
 
 pytestmark = [pytest.mark.mininet, pytest.mark.root, pytest.mark.slow]

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from experiments.failover.lab import FailoverLab
+from experiments.framework.failover_lab import FailoverLab
 from fabric_lab.web import Sources, serve
 from tests.web.browser import launch, open_view, wait_until
 from tests.web.conftest import CHROMIUM
 from topos import build_fabric
-from topos.mininet.cli import link_states
+from topos.mininet.failures import link_states
 from topos.relocate import prefixed
 
 pytestmark = [pytest.mark.mininet, pytest.mark.root, pytest.mark.slow,

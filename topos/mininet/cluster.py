@@ -14,18 +14,17 @@ remote switch at the address the fabric model gives, unchanged.
 Teardown (any exit path, as FabricNetwork): the processes started on other servers are stopped
 (switches included), Mininet takes down tunnels, switches and hosts on every server, a second
 sweep on each server waits for its interfaces to go and removes the run's directory there, then
-the ssh connections close. `with_cluster(opts)` makes every `FabricNetwork(...)` built inside it
-(an experiment's) a ClusterNetwork.
+the ssh connections close. `topos.mininet.network.fabric_network(spec, target, cluster=opts)`
+picks FabricNetwork or ClusterNetwork from the options (`FabricSession` and the experiments
+pass them on explicitly: `cluster=`, `RunContext.cluster`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from typing import Any
 from mininet.examples.cluster import MininetCluster, RemoteMixin
 
 from targets import Target
+from topos.mininet.cluster_checks import CrossLink, LinkEnd, check_links, check_server
 from topos.mininet.cluster_nodes import (
     THRIFT_SHIFT,
     GreTunnelLink,
@@ -72,25 +72,9 @@ class ClusterOptions:
         object.__setattr__(self, "ssh_config", ssh_config)
         object.__setattr__(self, "user", user)
 
-
-_active: list[ClusterOptions] = []
-
-
-@contextlib.contextmanager
-def with_cluster(options: ClusterOptions | None) -> Iterator[None]:
-    """Inside the block, `FabricNetwork(spec, target, ...)` builds a ClusterNetwork."""
-    if options is None or (len(options.servers) < 2 and options.servers[0] == LOCALHOST):
-        yield
-        return
-    _active.append(options)
-    try:
-        yield
-    finally:
-        _active.remove(options)
-
-
-def active_cluster() -> ClusterOptions | None:
-    return _active[-1] if _active else None
+    def spreads(self) -> bool:
+        """Does the fabric leave this machine (more than one server, or another one)?"""
+        return len(self.servers) > 1 or self.servers[0] != LOCALHOST
 
 
 class Servers(dict):
@@ -114,10 +98,9 @@ class ClusterNetwork(FabricNetwork):
     def __init__(self, spec: FabricSpec, target: Target | None, *,
                  cluster: ClusterOptions | None = None, **kwargs: Any):
         super().__init__(spec, target, **kwargs)
-        options = cluster or active_cluster()
-        if options is None:
+        if cluster is None:
             raise ClusterError("ClusterNetwork needs ClusterOptions (servers)")
-        self.options: ClusterOptions = options
+        self.options: ClusterOptions = cluster
         self.placement: Placement = place(spec, list(self.options.servers),
                                           self.options.placement)
         self.servers = Servers()
@@ -151,8 +134,27 @@ class ClusterNetwork(FabricNetwork):
             server.connect()
             assert server.master is not None  # connect() started it or raised
             self.state.add(server.master.pid, "node", f"ssh {name}")
+            check_server(server, self._sessions_needed(name))
             server.forward(self._forwards(name, ip))
         self.state.save()
+
+    def _sessions_needed(self, server: str) -> int:
+        """ssh sessions the run holds open on `server`: a shell per node, a switch process per
+        switch, and a few commands at a time."""
+        nodes = self.placement.nodes_on(server)
+        return len(nodes) + sum(1 for n in nodes if self.spec.is_switch(n)) + 4
+
+    def _cross_links(self) -> list[CrossLink]:
+        assert self.net is not None  # built
+        out = []
+        for ln in self.placement.crossing(self.spec):
+            ends = []
+            for end in (ln.a, ln.b):
+                node = self.net.get(end.node)
+                ends.append(LinkEnd(self.servers.of(node),
+                                    node.pid if node.inNamespace else None, end.intf))
+            out.append(CrossLink(ends[0], ends[1], self.options.tunnel))
+        return out
 
     def _forwards(self, server: str, ip: str) -> list[tuple[int, str, int]]:
         ports = []
@@ -196,7 +198,9 @@ class ClusterNetwork(FabricNetwork):
             super()._record(node, kind)
 
     def _shape_links(self) -> None:
-        """tc per server: remote NICs and remote switch ends through their server."""
+        """Every link between servers carries a frame each way (before any switch starts);
+        then tc per server: remote NICs and remote switch ends through their server."""
+        check_links(self._cross_links())
         remote: dict[tuple[str, str], list[str]] = {}
         local: dict[str, list[str]] = {}
         netem = netem_available()  # of this kernel; the servers are set up alike

@@ -148,7 +148,8 @@ class SshTunnelLink(RemoteSSHLink):
         for server, unit in zip((s1, s2), units, strict=True):
             server.run(["ip", "tuntap", "add", "dev", f"tap{unit}", "mode", "tap"])
         opts = s2.ssh_options() if s1.local else ["-o", "BatchMode=yes"]
-        argv = ["ssh", *opts, "-n", "-o", "Tunnel=ethernet", "-w", f"{units[0]}:{units[1]}",
+        argv = ["ssh", *opts, "-n", "-o", "Tunnel=ethernet", "-o", "ExitOnForwardFailure=yes",
+                "-w", f"{units[0]}:{units[1]}",
                 "-o", "ControlPath=none", "-o", "ServerAliveInterval=5", s2.dest, "echo @"]
         self.cmd = argv
         tunnel = s1.popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -159,6 +160,10 @@ class SshTunnelLink(RemoteSSHLink):
             err = tunnel.stderr.read().decode(errors="replace").strip()
             for server, unit in zip((s1, s2), units, strict=True):
                 server.run(["ip", "link", "del", f"tap{unit}"], check=False)
+            if "Tunnel forwarding failed" in err:
+                raise ClusterError(f"sshd on {s2.name} lacks `PermitTunnel yes`: the tunnel "
+                                   f"{s1.name}:{intfname1} <-> {s2.name}:{intfname2} cannot be "
+                                   f"opened (set it in its sshd_config; docs/cluster.md)")
             raise ClusterError(f"tunnel {s1.name}:{intfname1} <-> {s2.name}:{intfname2} "
                                f"failed: {err} (sshd needs PermitTunnel yes)")
         for node, server, unit, name, addr in ((node1, s1, units[0], intfname1, addr1),

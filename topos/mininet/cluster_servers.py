@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from topos.errors import FabricLabError
 from topos.mininet.procs import spawn, stop_pid
 from topos.mininet.runstate import running
 
@@ -30,7 +31,7 @@ REMOTE_ENV = ("PYTHONPATH",)  # variables a remote process gets from the caller'
 SCRIPT = "echo $$ $(sed 's/.*) //' /proc/$$/stat | cut -d' ' -f20) > {pidfile}; {cd}exec {cmd}"
 
 
-class ClusterError(RuntimeError):
+class ClusterError(FabricLabError, RuntimeError):
     """A server that cannot be reached or used."""
 
 

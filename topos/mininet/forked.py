@@ -1,9 +1,9 @@
 """Switch processes forked by a fork server (`p4switch.switch.forkserver`) instead of exec'd.
 
-`ForkServer(argv)` starts the server (through `spawn`: it dies with us, and its switches with
-it); `launch(switch_argv, log)` returns a `ForkedProcess`, which answers `poll`, `wait`,
-`returncode`, `pid` and `send_signal` as the `subprocess.Popen` of an exec'd switch does, so the
-switch node starts, probes and stops both alike. The server's replies and exit reports are read
+`ForkServerClient(argv)` starts the server (through `spawn`: it dies with us, and its switches
+with it) and talks to it; `launch(switch_argv, log)` returns a `ForkedProcess`, which answers
+`poll`, `wait`, `returncode`, `pid` and `send_signal` as the `subprocess.Popen` of an exec'd
+switch does, so the switch node starts, probes and stops both alike. The server's replies and exit reports are read
 by one thread; `close()` ends the server (it stops the switches still running).
 """
 
@@ -17,17 +17,18 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from topos.errors import FabricLabError
 from topos.mininet.procs import spawn
 
 
-class ForkServerError(RuntimeError):
+class ForkServerError(FabricLabError, RuntimeError):
     pass
 
 
 class ForkedProcess:
     """A process the fork server made; its exit status comes from the server."""
 
-    def __init__(self, server: ForkServer, pid: int, args: Sequence[str]):
+    def __init__(self, server: ForkServerClient, pid: int, args: Sequence[str]):
         self._server = server
         self.pid = pid
         self.args = list(args)
@@ -57,7 +58,9 @@ class ForkedProcess:
         self.send_signal(signal.SIGKILL)
 
 
-class ForkServer:
+class ForkServerClient:
+    """This side of a running fork server: starts it, asks it for switches, reads their exits."""
+
     def __init__(self, argv: Sequence[str], stop_timeout: float = 10.0):
         self._stop_timeout = stop_timeout
         self._proc = spawn(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,

@@ -3,6 +3,9 @@
     with FabricNetwork(spec, P4SWITCH) as net:
         net.host("h0n0").popen([...])
 
+`fabric_network(spec, target, cluster=options)` is a FabricNetwork, or a ClusterNetwork
+(`topos.mininet.cluster`) when the options name servers other than this machine.
+
 One namespace per NIC (Mininet host named after the NIC), switch nodes in the root namespace,
 tc rate/delay/queue where the model sets them (see `shaping`). Before anything is created, what a
 killed run left is cleaned or refused (`leftovers`) and a run-state file lists every interface
@@ -22,18 +25,21 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mininet.net import Mininet
 
 from targets import Target
-from topos.mininet.forked import ForkServer
+from topos.mininet.forked import ForkServerClient
 from topos.mininet.leftovers import LeftoverError, clear_dead_runs, refuse_unrecorded
 from topos.mininet.nodes import FabricHost, P4Switch
 from topos.mininet.patch import PatchedLink, PatchError, patch_names
 from topos.mininet.runstate import RunState
 from topos.mininet.shaping import netem_available, run_tc_batch, tc_batch
 from topos.model import FabricSpec, Link
+
+if TYPE_CHECKING:
+    from topos.mininet.cluster import ClusterOptions
 
 
 @functools.cache
@@ -78,13 +84,6 @@ class FabricNetwork:
     """A Mininet network built from `spec`; `target=None` builds hosts and links only (tests and
     the bring-up benchmark: switch ports exist but nothing forwards)."""
 
-    def __new__(cls, *_args: Any, **_kwargs: Any) -> FabricNetwork:
-        """Inside `topos.mininet.cluster.with_cluster(...)` this builds a ClusterNetwork."""
-        cluster = sys.modules.get("topos.mininet.cluster")
-        if cls is FabricNetwork and cluster is not None and cluster.active_cluster():
-            return object.__new__(cluster.ClusterNetwork)
-        return object.__new__(cls)
-
     def __init__(self, spec: FabricSpec, target: Target | None, *,
                  log_dir: Path | None = None, pcap_dir: Path | None = None,
                  log_console: bool = False, run_dir: Path | None = None,
@@ -99,7 +98,7 @@ class FabricNetwork:
         self.stop_timeout = stop_timeout
         self.net: Mininet | None = None
         self.state: RunState | None = None
-        self.forkserver: ForkServer | None = None
+        self.forkserver: ForkServerClient | None = None
         self._signals: contextlib.ExitStack | None = None
         self.warnings: list[str] = []
 
@@ -159,13 +158,13 @@ class FabricNetwork:
         if argv is None:
             return
         assert self.state is not None
-        self.forkserver = ForkServer(argv, stop_timeout=self.stop_timeout + 5)
+        self.forkserver = ForkServerClient(argv, stop_timeout=self.stop_timeout + 5)
         self.state.add(self.forkserver.pid, "forkserver", "fork server")
         self.state.save()
 
     def _build(self) -> None:
         """Nodes and links; `_mininet`, `_node_params` and `_record` are what a network spread
-        over several servers (`topos.mininet.cluster`) changes."""
+        over several servers (`topos.mininet.cluster.ClusterNetwork`) changes."""
         assert self.state is not None  # start() records the run before building
         self.net = self._mininet()
         all_nics = self.spec.host_nics()
@@ -266,3 +265,14 @@ class FabricNetwork:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def fabric_network(spec: FabricSpec, target: Target | None, *,
+                   cluster: ClusterOptions | None = None, **options: Any) -> FabricNetwork:
+    """The network of `spec`: a ClusterNetwork when `cluster` names servers other than this
+    machine, else a FabricNetwork; `options` are FabricNetwork's."""
+    if cluster is None or not cluster.spreads():
+        return FabricNetwork(spec, target, **options)
+    from topos.mininet.cluster import ClusterNetwork  # loads Mininet's cluster edition
+
+    return ClusterNetwork(spec, target, cluster=cluster, **options)

@@ -20,7 +20,8 @@ from typing import Any
 from mininet.node import Host, Switch
 
 from targets import Target
-from topos.mininet.forked import ForkedProcess, ForkServer
+from topos.errors import FabricLabError
+from topos.mininet.forked import ForkedProcess, ForkServerClient
 from topos.mininet.procs import accepts, signal_group, spawn, stop_child
 from topos.model import Nic
 from topos.model import Switch as SwitchModel
@@ -28,7 +29,7 @@ from topos.model import Switch as SwitchModel
 OFFLOADS = ["tx", "off", "rx", "off", "sg", "off", "tso", "off", "gso", "off", "gro", "off"]
 
 
-class SwitchStartError(RuntimeError):
+class SwitchStartError(FabricLabError, RuntimeError):
     pass
 
 
@@ -91,7 +92,7 @@ class P4Switch(OwnedProcesses, Switch):
                  target: Target | None, log_dir: Path, *, pcap_dir: Path | None = None,
                  log_console: bool = False, ready_timeout: float = 20.0,
                  stop_timeout: float = 5.0, on_start: Callable[[int], None] | None = None,
-                 forkserver: ForkServer | None = None, **params: Any):
+                 forkserver: ForkServerClient | None = None, **params: Any):
         params.pop("inNamespace", None)
         super().__init__(name, dpid=f"{model.device_id:x}", inNamespace=False, **params)
         self.model = model

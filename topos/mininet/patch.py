@@ -26,10 +26,12 @@ from typing import Any
 
 from mininet.link import Link
 
+from topos.errors import FabricLabError
+
 SYS_NET = Path("/sys/class/net")
 
 
-class PatchError(RuntimeError):
+class PatchError(FabricLabError, RuntimeError):
     """A patch could not be built or set."""
 
 

@@ -13,6 +13,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from topos.errors import FabricLabError
+
 DEFAULT_RUN_DIR = Path("/run/fabric-lab")
 
 
@@ -121,7 +123,7 @@ class RunState:
                    created=data["created"], path=path)
 
 
-class RunStateError(ValueError):
+class RunStateError(FabricLabError, ValueError):
     """A run-state file that cannot be read (the message names it and how to remove it)."""
 
 

@@ -2,8 +2,8 @@
 
     fabric> traffic h0n0 h2n0 --qps 2 --size 256K --messages 4
 
-runs `fabric-lab traffic recv` on the destination NIC (on all its ports, so a dual-homed NIC
-receives from either ToR), waits until it listens, runs `fabric-lab traffic send` on the source
+runs `python -m traffic recv` on the destination NIC (on all its ports, so a dual-homed NIC
+receives from either ToR), waits until it listens, runs `python -m traffic send` on the source
 NIC's first port, and returns both reports: per QP what was sent, and what arrived (goodput, loss,
 reordering, ECN marks, CNPs). The receiver stops 2 s after the last packet, or at the time limit;
 a sender still resending at the time limit (a path that loses everything) is stopped and the
@@ -20,12 +20,13 @@ import tempfile
 import time
 from typing import Any
 
+from topos.errors import FabricLabError
 from topos.model import FabricSpec
 
 LISTENING = "listening on"
 
 
-class TrafficError(ValueError):
+class TrafficError(FabricLabError, ValueError):
     """Bad arguments, an unknown NIC, or a sender/receiver that failed."""
 
 
@@ -109,7 +110,7 @@ def run_traffic(spec: FabricSpec, net: Any, argv: list[str], *, python: str) -> 
     if args.rate is None:  # a sender faster than its link overruns the NIC queue (ENOBUFS)
         link_mbps = spec.links_of(args.src)[0].rate_mbps or 10.0
         args.rate = f"{link_mbps * 0.8 / args.qps:.3g}M"
-    tool = [python, "-m", "fabric_lab.cli", "traffic"]
+    tool = [python, "-m", "traffic"]  # the traffic package's own tool (traffic.command)
     with tempfile.TemporaryDirectory(prefix="fabric-traffic-") as tmp:
         recv_argv = [*tool, "recv", "--iface", ",".join(dst_ifs), "--out-dir", tmp,
                      "--idle-timeout", "2", "--duration", f"{args.time_limit:g}",

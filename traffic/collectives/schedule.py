@@ -3,11 +3,18 @@
 All steps run one after another; the flows of a step run in parallel. `size` is the data each
 rank contributes (allreduce: the buffer size; all-to-all: what one rank sends in total;
 incast: what each sender sends).
+
+A flow crosses the fabric (`FABRIC`, packets between NICs) unless it is tagged `NVLINK`: a
+transfer between GPUs of one server, which the runner models as time and never sends (`jobs`).
+`chunks` optionally names the pieces of data a flow carries, so a schedule's end state can be
+checked (`jobs.collectives.final_state`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+FABRIC, NVLINK = "fabric", "nvlink"
 
 
 @dataclass(frozen=True, order=True)
@@ -15,6 +22,8 @@ class Flow:
     src: int
     dst: int
     bytes: int
+    link: str = "fabric"  # FABRIC or NVLINK
+    chunks: tuple[int, ...] = ()
 
 
 @dataclass

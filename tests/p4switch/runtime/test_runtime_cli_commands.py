@@ -3,7 +3,7 @@
 import pytest
 
 from p4switch.runtime import ActionCall, GroupRef, MeterConfig
-from p4switch.runtime.cli_commands import RuntimeCli
+from p4switch.runtime.cli_commands import CliInterpreter
 
 INT32_MAX = (1 << 31) - 1
 
@@ -29,7 +29,7 @@ def hooks():
 
 @pytest.fixture
 def cli(state, hooks):
-    return RuntimeCli(state, hooks)
+    return CliInterpreter(state, hooks)
 
 
 def ip(s):
@@ -298,7 +298,7 @@ def test_queue_commands_go_to_hooks(cli, hooks, state):
                            ("rate", 1000, 3, 1)]
     assert cli.execute("get_time_elapsed") == "1234"
     assert "Bad format for nb_pkts" in cli.execute("set_queue_depth x")
-    bare = RuntimeCli(state)
+    bare = CliInterpreter(state)
     assert "not available here" in bare.execute("set_queue_rate 100")
 
 

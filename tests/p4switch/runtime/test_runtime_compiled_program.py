@@ -9,7 +9,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from p4switch.runtime import RuntimeState
-from p4switch.runtime.cli_commands import RuntimeCli
+from p4switch.runtime.cli_commands import CliInterpreter
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -33,7 +33,7 @@ def test_ecmp_group_spreads_flows_and_fails_over(program):
     down: set[int] = set()
     state = RuntimeState(program.model, port_up=lambda port: port not in down)
     engine = program.new_engine(state, EngineConfig(now_us=lambda: 0, log=None))
-    cli = RuntimeCli(state)
+    cli = CliInterpreter(state)
     for line in ["act_prof_create_member ecmp_selector set_next_hop 1 00:00:00:00:00:01",
                  "act_prof_create_member ecmp_selector set_next_hop 2 00:00:00:00:00:02",
                  "act_prof_create_member ecmp_selector set_next_hop 3 00:00:00:00:00:03",

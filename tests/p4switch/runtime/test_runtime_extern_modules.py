@@ -16,7 +16,7 @@ from p4switch.externs import CLI_COMMANDS, ENTITIES, EXTERNS
 from p4switch.p4info import build_p4info
 from p4switch.p4info.index import P4InfoIndex
 from p4switch.runtime import RuntimeState
-from p4switch.runtime.cli_commands import RuntimeCli
+from p4switch.runtime.cli_commands import CliInterpreter
 from p4switch.server.entities import EntityCodec
 
 V1MODEL = Path(__file__).resolve().parents[3] / "p4switch" / "p4include" / "v1model.p4"
@@ -72,7 +72,7 @@ def program():
 def switch(program):
     state = RuntimeState(program.model)
     engine = program.new_engine(state, EngineConfig(now_us=lambda: 0, log=None))
-    cli = RuntimeCli(state)
+    cli = CliInterpreter(state)
     out = cli.execute("table_add t fwd 0x0000000000aa => 2")
     assert not cli.failed and out.endswith("Entry has been added with handle 0"), out
     for port in (1, 1, 2):

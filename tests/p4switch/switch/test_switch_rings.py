@@ -11,7 +11,7 @@ import pytest
 from sw_netenv import drain, raw_socket, recv_frames, run
 
 from p4switch.switch.ports import RawPort
-from topos.mininet.cli import drop_program
+from topos.mininet.failures import drop_program
 
 MODES = {"rings": {}, "syscalls": {"rx_ring": 0, "tx_ring": 0}}
 SRC, DST = bytes.fromhex("020000000001"), bytes.fromhex("020000000002")

@@ -1,0 +1,2 @@
+"""PFC deadlock on a ring: formed, persisting, broken by the watchdog, prevented by the routes'
+dependency check (`fabric-lab run pfc-deadlock`)."""

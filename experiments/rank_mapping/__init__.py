@@ -1,0 +1,1 @@
+"""BiGraph halving-doubling with naive against EFLOPS-remapped ranks, at job level."""

@@ -1,0 +1,1 @@
+"""Iteration time and scaling efficiency against per-GPU bus bandwidth (Baidu's curve)."""

@@ -1,0 +1,1 @@
+"""One degraded link during training: every rank slows, the lab names the link."""

@@ -1,0 +1,159 @@
+"""`fabric-lab train JOB`: a training job's iterations on an emulated fabric."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from fabric_lab.commands.controller import load_fabric
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "train", help="run a training job (YAML/JSON) on a fabric: iteration time, exposed "
+                      "communication, busbw, the slowest rank and the link it waited on",
+        description="Run the iterations of a job file (jobs/examples/) on a fabric: compute is "
+                    "modelled time, communication real collectives over the fabric. Times and "
+                    "bandwidths are the modelled job's (docs/jobs/train.md).")
+    parser.add_argument("job", type=Path, metavar="JOB", help="job file (.yaml, .yml or .json)")
+    parser.add_argument("--fabric", default="hpn7", help="fabric name or JSON file (default hpn7)")
+    parser.add_argument("--scale", nargs="+", action="extend", default=[], metavar="K=V",
+                        help="fabric scale parameters, e.g. segments=2 nics_per_server=2")
+    parser.add_argument("--target", default="auto", choices=("auto", "p4switch", "bmv2"),
+                        help="P4 target (default: auto = p4switch)")
+    parser.add_argument("--iterations", type=int, metavar="N", help="override the job's")
+    parser.add_argument("--algo", default="auto", choices=("auto", "ring", "hd", "hierarchical"),
+                        help="all_reduce algorithm (auto: hierarchical when a group has "
+                             "several GPUs of one server, else ring)")
+    parser.add_argument("--alltoall", default="auto", choices=("auto", "flat", "pxn"),
+                        help="alltoall algorithm (auto: pxn on multi-GPU servers)")
+    parser.add_argument("--order", default="naive", choices=("naive", "topology", "remap"),
+                        help="rank order (remap: EFLOPS, BiGraph only)")
+    parser.add_argument("--time-scale", type=float, default=1.0, metavar="X",
+                        help="emulated seconds per modelled second (default 1: the emulated "
+                             "iteration lasts as long as the real one; smaller moves fewer bytes)")
+    parser.add_argument("--model-gbps", type=float, default=400.0, metavar="G",
+                        help="the NIC rate the emulated links stand for (default 400)")
+    parser.add_argument("--nvlink-ratio", type=float, default=None, metavar="R",
+                        help="NVLink rate per GPU over the NIC rate (default: jobs.gpus)")
+    parser.add_argument("--format", "-F", default="text", choices=("text", "csv", "json"),
+                        help="stdout: a readable report, per-collective CSV rows, or JSON")
+    parser.add_argument("--out", type=Path, metavar="DIR",
+                        help="also write iterations.csv, collectives.csv, ranks.csv, "
+                             "summary.json into DIR (new or empty)")
+    parser.add_argument("--log-dir", type=Path, metavar="DIR", help="switch logs into DIR")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from jobs.gpus import NVLINK_RATIO
+    from jobs.train import TrainOptions
+    from jobs.train_fabric import JobFabric
+    from jobs.workload import WorkloadError, load
+    from targets import get_target
+
+    def fail(message: str) -> int:
+        print(f"fabric-lab train: {message}", file=sys.stderr)
+        return 2
+
+    try:
+        job = load(args.job)
+    except WorkloadError as err:
+        return fail(str(err))
+    if args.iterations is not None and args.iterations < 1:
+        return fail(f"--iterations must be >= 1, got {args.iterations}")
+    if args.time_scale <= 0:
+        return fail(f"--time-scale must be > 0, got {args.time_scale}")
+    if args.out is not None and args.out.exists() and any(args.out.iterdir()):
+        return fail(f"{args.out} exists and is not empty; results are never overwritten")
+    try:
+        spec = load_fabric(args.fabric, args.scale)
+        target = get_target(args.target).ensure_available().name
+        fabric = JobFabric(spec, target=target, model_gbps=args.model_gbps,
+                           nvlink_ratio=args.nvlink_ratio or NVLINK_RATIO, log_dir=args.log_dir)
+        fabric.ranks(job, args.order)  # the job fits (before anything starts)
+    except ValueError as err:
+        return fail(str(err))
+    options = TrainOptions(all_reduce=args.algo, alltoall=args.alltoall,
+                           time_scale=args.time_scale, iterations=args.iterations)
+    quiet = args.format != "text"
+    say = (lambda text: print(text, file=sys.stderr)) if quiet else print
+    say(f"fabric-lab train {job.name}: {job.ranks} ranks on {spec.name} ({target}); "
+        f"{fabric.rate.describe()}")
+    with fabric:
+        result = fabric.train(job, order=args.order, options=options, progress=say)
+    write(result, args)
+    return 0
+
+
+def write(result: Any, args: argparse.Namespace) -> None:
+    from jobs.train import (
+        COLLECTIVE_FIELDS,
+        ITERATION_FIELDS,
+        RANK_FIELDS,
+        collective_rows,
+        iteration_rows,
+        rank_rows,
+        summary,
+    )
+
+    record = summary(result)
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        for name, rows, fields in (("iterations.csv", iteration_rows(result), ITERATION_FIELDS),
+                                   ("collectives.csv", collective_rows(result), COLLECTIVE_FIELDS),
+                                   ("ranks.csv", rank_rows(result), RANK_FIELDS)):
+            (args.out / name).write_text(to_csv(rows, fields))
+        (args.out / "summary.json").write_text(json.dumps(record, indent=2) + "\n")
+    if args.format == "json":
+        print(json.dumps(record, indent=2))
+    elif args.format == "csv":
+        print(to_csv(collective_rows(result), COLLECTIVE_FIELDS), end="")
+    else:
+        print(report(record))
+
+
+def to_csv(rows: list[dict[str, Any]], fields: list[str]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=fields)
+    writer.writeheader()
+    writer.writerows({k: r.get(k, "") for k in fields} for r in rows)
+    return out.getvalue()
+
+
+def report(record: dict[str, Any]) -> str:
+    """The readable report: per iteration, per collective, per rank, and the verdict."""
+    s = record["scale"]
+    lines = [f"# job {record['job']}: {record['ranks']} ranks; emulated "
+             f"{s['emulated_bps'] / 1e6:g} Mb/s links stand for {s['modelled_bps'] / 1e9:g} Gb/s, "
+             f"time scale {s['time_scale']:g} (1 emulated byte = {s['bytes_factor']:.0f} "
+             f"modelled bytes); times in the modelled job's seconds",
+             "", f"{'iter':>4} {'iteration s':>12} {'compute s':>10} {'exposed s':>10} "
+                 f"{'comm s':>8} {'slowest':>10}"]
+    for it in record["iterations"]:
+        lines.append(f"{it['iteration']:>4} {it['iteration_s']:>12.4f} {it['compute_s']:>10.4f} "
+                     f"{it['exposed_s']:>10.4f} {it['communication_s']:>8.4f} "
+                     f"{it['slowest_nic']:>10}")
+    lines += ["", f"{'iter':>4} {'collective':<12} {'kind':<10} {'algorithm':<13} "
+                  f"{'bytes':>12} {'time ms':>9} {'busbw GB/s':>10} {'ok':>3} {'#wrong':>6}"]
+    for c in record["collectives"]:
+        lines.append(f"{c['iteration']:>4} {c['purpose']:<12} {c['kind']:<10} "
+                     f"{c['algorithm']:<13} {c['bytes']:>12} {c['time_s'] * 1e3:>9.2f} "
+                     f"{c['busbw_gbs']:>10.2f} {'yes' if c['complete'] else 'NO':>3} "
+                     f"{c['wrong']:>6}")
+    lines += ["", "per rank, its own iteration: its own finishing time in every step",
+              f"{'rank':>4} {'nic':>10} {'own iter s':>12} {'behind s':>9}"]
+    for r in record["ranks_detail"]:
+        lines.append(f"{r['rank']:>4} {r['nic']:>10} {r['own_iteration_s']:>12.4f} "
+                     f"{r['behind_fastest_s']:>9.4f}")
+    lines += ["", f"mean iteration {record['iteration_s']:.4f} s: compute "
+                  f"{record['compute_s']:.4f} s + exposed communication "
+                  f"{record['exposed_s']:.4f} s",
+              f"slowest rank: {record['slowest_rank']} ({record['slowest_nic']}); "
+              f"waited on: {record['why']}"]
+    return "\n".join(lines)

@@ -1,0 +1,163 @@
+"""Collectives as schedules over GPU ranks: the data ends where each collective promises, bytes
+per step, NVLink/fabric tagging, hierarchical and PXN structure, rank orders, busbw factors."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobs import collectives as C
+from jobs.gpus import Cluster, Gpu, Server, cluster_from_fabric
+from jobs.placement import rank_order
+from topos import build_fabric
+from traffic.collectives.placement import bigraph_route, conflicts_per_step
+from traffic.collectives.schedule import FABRIC, NVLINK
+
+
+def gpus(servers: int, per_server: int) -> list[Gpu]:
+    return [Gpu(f"srv{s}", i, f"h{s}n{i}", f"10.0.{s}.{i + 1}", i)
+            for s in range(servers) for i in range(per_server)]
+
+
+SHAPES = [(4, 2), (2, 4), (1, 4), (8, 1), (3, 2)]  # (servers, GPUs per server)
+
+
+def cases():
+    for servers, per in SHAPES:
+        n = servers * per
+        for coll, algos in C.ALGORITHMS.items():
+            for algo in algos:
+                if algo == "hd" and n & (n - 1):
+                    continue
+                yield servers, per, coll, algo
+
+
+@pytest.mark.parametrize(("servers", "per", "coll", "algo"), list(cases()))
+def test_every_rank_ends_with_what_the_collective_promises(servers, per, coll, algo):
+    ranks = gpus(servers, per)
+    n = len(ranks)
+    size = 4096 * n
+    roots = (0, n - 1) if coll == "broadcast" else (0,)
+    for root in roots:
+        sched = C.build(coll, algo, ranks, size, root)
+        got = C.final_state(sched, coll, root)
+        want = C.expected_state(coll, n, root)
+        for r in range(n):
+            for chunk, contributors in want[r].items():
+                assert got[r].get(chunk) == contributors, (coll, algo, r, chunk)
+        chunk = C.chunk_bytes(coll, n, size)
+        for step in sched.steps:
+            for f in step.flows:  # bytes per flow: the chunks it carries
+                assert f.bytes == chunk * len(f.chunks) and f.chunks
+                same = ranks[f.src].server == ranks[f.dst].server
+                assert f.link == (NVLINK if same else FABRIC)
+        assert sched.size == size
+        assert sched.busbw_factor == C.busbw_factor(coll, n)
+
+
+def test_a_schedule_that_loses_or_double_counts_data_is_caught():
+    ranks = gpus(2, 2)
+    sched = C.build("all_reduce", "ring", ranks, 4096)
+    sched.steps.pop()  # the last all-gather step
+    got = C.final_state(sched, "all_reduce")
+    want = C.expected_state("all_reduce", 4)
+    assert any(got[r].get(c) != v for r in range(4) for c, v in want[r].items())
+    twice = C.build("all_reduce", "ring", ranks, 4096)
+    twice.steps.insert(1, twice.steps[0])  # a reduce-scatter step replayed
+    with pytest.raises(ValueError, match="reduced twice|does not hold"):
+        C.final_state(twice, "all_reduce")
+
+
+def test_ring_and_halving_doubling_bytes_per_step():
+    ranks = gpus(8, 1)
+    ring = C.build("all_reduce", "ring", ranks, 8000)
+    assert len(ring.steps) == 2 * 7
+    assert all(sum(f.bytes for f in s.flows) == 8 * 1000 for s in ring.steps)
+    hd = C.build("all_reduce", "hd", ranks, 8000)
+    assert [s.flows[0].bytes for s in hd.steps] == [4000, 2000, 1000, 1000, 2000, 4000]
+    assert all(len(s.flows) == 8 and {f.src ^ f.dst for f in s.flows} == {d}
+               for s, d in zip(hd.steps, [1, 2, 4, 4, 2, 1], strict=True))
+    with pytest.raises(ValueError, match="power-of-two"):
+        C.build("all_reduce", "hd", gpus(3, 2), 6000)
+
+
+def test_hierarchical_allreduce_keeps_inter_server_traffic_on_rails():
+    ranks = gpus(4, 2)
+    sched = C.build("all_reduce", "hierarchical", ranks, 8000)
+    phases = [s.phase for s in sched.steps]
+    assert phases == ["nvlink reduce-scatter"] + ["rail reduce-scatter"] * 3 + \
+        ["rail all-gather"] * 3 + ["nvlink all-gather"]
+    for step in sched.steps:
+        links = {f.link for f in step.flows}
+        if step.phase.startswith("nvlink"):
+            assert links == {NVLINK}
+        else:
+            assert links == {FABRIC}
+            assert all(ranks[f.src].rail == ranks[f.dst].rail for f in step.flows)
+    # only 1/G of the data leaves a server per NIC: each rail ring carries S/G
+    fabric = sum(f.bytes for s in sched.steps for f in s.flows if f.link == FABRIC)
+    assert fabric == 2 * 4 * 6 * (8000 // 8)  # G rails x M ranks x 2(M-1) steps x S/(G M)
+
+
+@pytest.mark.parametrize("coll", ["alltoall", "sendrecv"])
+def test_pxn_crosses_rails_only_over_nvlink(coll):
+    ranks = gpus(4, 2)
+    flat = C.build(coll, "flat", ranks, 8 * 1024)
+    pxn = C.build(coll, "pxn", ranks, 8 * 1024)
+    def cross_rail(s):
+        return [f for st in s.steps for f in st.flows
+                if f.link == FABRIC and ranks[f.src].rail != ranks[f.dst].rail]
+    assert cross_rail(flat), "the flat algorithm does cross rails on the fabric"
+    assert cross_rail(pxn) == []
+    assert [s.phase for s in pxn.steps] == [f"{coll} nvlink", f"{coll} rail"]
+    # the fabric moves the same bytes either way; PXN adds only NVLink hops
+    def fabric_bytes(s):
+        return sum(f.bytes for st in s.steps for f in st.flows if f.link == FABRIC)
+    assert fabric_bytes(pxn) == fabric_bytes(flat)
+
+
+def test_busbw_factors_are_nccl_tests():
+    expected = {"all_reduce": 2 * 7 / 8, "all_gather": 7 / 8, "reduce_scatter": 7 / 8,
+                "alltoall": 7 / 8, "broadcast": 1.0, "sendrecv": 1.0}
+    assert {c: C.busbw_factor(c, 8) for c in C.COLLECTIVES} == expected
+
+
+def test_servers_and_rank_orders_from_fabrics():
+    spec = build_fabric("hpn7")
+    cluster = cluster_from_fabric(spec)
+    assert cluster.gpus_per_server == 2 and len(cluster.servers) == 4
+    assert cluster.link_bps == 10e6 and cluster.nvlink_bps == 90e6
+    assert [(g.server, g.index, g.rail) for g in cluster.servers[1].gpus] == \
+        [("srv1", 0, 0), ("srv1", 1, 1)]
+    assert rank_order(cluster, "naive") == cluster.gpus()
+    with pytest.raises(ValueError, match="BiGraph"):
+        rank_order(cluster, "remap", spec)
+    big = build_fabric("bigraph", switches_per_group=4, hosts_per_switch=2)
+    bc = cluster_from_fabric(big)
+    remapped = rank_order(bc, "remap", big)
+    assert sorted(g.nic for g in remapped) == sorted(g.nic for g in bc.gpus())
+    host_index = {g.nic: i for i, g in enumerate(bc.gpus())}
+    sched = C.build("all_reduce", "hd", remapped, 16 * 1024)
+    conflicts = conflicts_per_step(sched, [host_index[g.nic] for g in remapped],
+                                   lambda h: h // 2, bigraph_route(8))
+    assert max(conflicts) == 1  # EFLOPS: one flow per link per step
+    naive = C.build("all_reduce", "hd", bc.gpus(), 16 * 1024)
+    assert max(conflicts_per_step(naive, list(range(16)), lambda h: h // 2,
+                                  bigraph_route(8))) > 1
+
+
+def test_topology_order_groups_servers():
+    servers = [Server(f"s{i}", [Gpu(f"s{i}", 0, f"n{i}", "", 0)], group=i % 2) for i in range(4)]
+    order = rank_order(Cluster(servers, 10e6), "topology")
+    assert [g.server for g in order] == ["s0", "s2", "s1", "s3"]
+
+
+def test_bad_requests_are_refused_clearly():
+    ranks = gpus(2, 2)
+    with pytest.raises(ValueError, match="no algorithm 'pxn'"):
+        C.build("all_reduce", "pxn", ranks, 1024)
+    with pytest.raises(ValueError, match="unknown collective"):
+        C.build("allreduce", "ring", ranks, 1024)
+    with pytest.raises(ValueError, match="root"):
+        C.build("broadcast", "ring", ranks, 1024, root=4)
+    with pytest.raises(ValueError, match="same number"):
+        C.build("all_reduce", "hierarchical", ranks[:3], 1024)

@@ -1,0 +1,51 @@
+"""`fabric-lab perf` end to end on a small HPN 7.0 fabric: the output parses as nccl-tests
+output, with a rank line per GPU, busbw = algbw x 2(n-1)/n and checked data."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_perf_report import parse_nccl_tests
+
+from topos import build_fabric
+from topos.relocate import prefixed
+
+pytestmark = [pytest.mark.mininet, pytest.mark.root]  # ~8 s on p4switch, ~16 s on BMv2
+PORTS = {"p4switch": ("jc", 48559, 48090), "bmv2": ("jd", 48659, 48190)}
+
+
+@pytest.mark.parametrize("target", ["p4switch", pytest.param("bmv2", marks=pytest.mark.bmv2)])
+def test_perf_prints_the_nccl_tests_table(tmp_path: Path, target: str) -> None:
+    if target == "p4switch":
+        pytest.importorskip("p4switch.compiler", reason="the p4switch compiler is not in the tree")
+    prefix, grpc, thrift = PORTS[target]
+    spec = prefixed(build_fabric("hpn7", segments=1, aggs_per_plane=1), prefix, grpc, thrift)
+    fabric = tmp_path / "fabric.json"
+    fabric.write_text(spec.to_json())
+    proc = subprocess.run(
+        [sys.executable, "-m", "fabric_lab.cli", "perf", "all_reduce", "-b", "32K", "-e", "64K",
+         "-f", "2", "-w", "0", "-n", "1", "--algo", "hierarchical", "--fabric", str(fabric),
+         "--target", target],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    rows, avg, errors = parse_nccl_tests(out)
+    assert [int(r["size"]) for r in rows] == [32768, 65536]
+    assert [int(r["count"]) for r in rows] == [8192, 16384]
+    assert errors == 0 and all(r["oop_wrong"] == r["ip_wrong"] == "0" for r in rows)
+    for r in rows:
+        assert (r["type"], r["redop"], r["root"]) == ("float", "sum", "-1")
+        for side in ("oop", "ip"):
+            algbw, busbw = float(r[f"{side}_algbw"]), float(r[f"{side}_busbw"])
+            assert busbw == pytest.approx(algbw * 2 * 3 / 4, abs=0.011)  # printed to 0.01
+            # algbw = S / time, in the modelled units (GB/s, us)
+            assert algbw == pytest.approx(int(r["size"]) / float(r[f"{side}_time"]) / 1e3,
+                                          rel=0.01, abs=0.011)
+    busbws = [float(r[f"{s}_busbw"]) for r in rows for s in ("oop", "ip")]
+    assert avg == pytest.approx(sum(busbws) / 4, abs=0.01)
+    ranks = [line for line in out.splitlines() if line.startswith("#  Rank ")]
+    assert len(ranks) == 4 and f"{prefix}srv1 device  1" in ranks[3]
+    assert "stand for 400 Gb/s" in out and "# Collective test starting: all_reduce_perf" in out

@@ -1,0 +1,231 @@
+"""Paced RoCEv2 flows through the host's own network stack, with per-packet arrival records.
+
+    python -m traffic paced send --flow DST_IP:QPN:SPORT ... --pps 400 --size 256
+    python -m traffic paced recv --bin 0.01 --gap 0.005
+    python -m traffic paced trace --flow DST_IP:QPN:SPORT ... --count 40
+
+Each flow is one queue pair: UDP datagrams from its own source port (the ECMP entropy) to port
+4791 carrying a BTH (RDMA WRITE ONLY, UC, the QPN, PSN = sequence number; laid out as scapy
+declares it, `traffic.wire.BTH_HDR`), the send time (ns) and an ICRC field left zero (no switch
+checks it). They leave through a kernel UDP socket, not a packet socket pinned to one interface,
+so a dual-port NIC's multipath default route spreads the flows over both ports and moves them
+when a port loses its link: the host-side failover of an HPN NIC. The receiver binds UDP 4791 on
+every port of its NIC.
+
+Both speak JSON lines on stdout: `{"event": "ready"}` when sockets are open; the receiver then
+`{"event": "bins", ...}` every `--report` seconds with the bins completed and the silences that
+lost packets since the last report (live views draw them), and on SIGTERM a final
+`{"event": "result", "flows": [...]}` per flow: packets, bytes, lost PSNs, and every silence
+between two arrivals that is longer than `--gap` or skipped PSNs (last arrival before, first
+after, PSNs skipped across it).
+
+`trace` finds each flow's path without the others in the way: for every flow in turn it waits
+for a line on stdin, sends `--count` datagrams of that flow alone (same 5-tuple, so the same
+ECMP choices) and says `{"event": "sent", "flow": i}`; the caller reads the switches' port
+counters around each burst.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import signal
+import socket
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from functools import cache
+
+from traffic.headers import ROCE_UDP_PORT, UC_OFFSET, WRITE_ONLY
+from traffic.wire import BTH_HDR, BTH_LEN, ICRC_LEN, FieldAt
+
+ROCE_PORT = ROCE_UDP_PORT
+UC_WRITE_ONLY = UC_OFFSET + WRITE_ONLY
+STAMP_LEN = 8  # send time, ns, big-endian, right after the BTH
+HEADER = BTH_LEN + STAMP_LEN + ICRC_LEN
+_OPCODE, _PKEY, _DQPN, _PSN = (BTH_HDR[name] for name in ("opcode", "pkey", "dqpn", "psn"))
+
+
+def _put(buf: bytearray, at: FieldAt, value: int) -> None:
+    """Write one BTH field (its bits only) into `buf`."""
+    old = int.from_bytes(buf[at.span], "big") & ~at.mask
+    buf[at.span] = (old | ((value << at.shift) & at.mask)).to_bytes(at.size, "big")
+
+
+@cache
+def _bth(qpn: int) -> tuple[bytes, bytes]:
+    """A queue pair's BTH before and after its PSN (the PSN field is whole bytes)."""
+    buf = bytearray(BTH_LEN)
+    _put(buf, _OPCODE, UC_WRITE_ONLY)
+    _put(buf, _PKEY, 0xFFFF)
+    _put(buf, _DQPN, qpn)
+    return bytes(buf[:_PSN.at]), bytes(buf[_PSN.end:])
+
+
+def encode(qpn: int, psn: int, size: int, stamp_ns: int) -> bytes:
+    """One datagram of `size` bytes (at least the BTH, the stamp and the ICRC)."""
+    before, after = _bth(qpn)
+    head = b"".join((before, (psn & 0xFFFFFF).to_bytes(_PSN.size, "big"), after,
+                     stamp_ns.to_bytes(STAMP_LEN, "big")))
+    return head + bytes(max(size, HEADER) - len(head))
+
+
+def decode(data: bytes) -> tuple[int, int, int] | None:
+    """(qpn, psn, stamp ns) of one datagram, None if it is not one of ours."""
+    if len(data) < HEADER or _OPCODE.read(data) != UC_WRITE_ONLY:
+        return None
+    stamp = int.from_bytes(data[BTH_LEN:BTH_LEN + STAMP_LEN], "big")
+    return _DQPN.read(data), _PSN.read(data), stamp
+
+
+@dataclass
+class FlowRecord:
+    """What the receiver knows about one flow (source IP, QPN)."""
+
+    src: str
+    qpn: int
+    packets: int = 0
+    bytes: int = 0
+    lost: int = 0  # PSNs skipped and never filled
+    first_t: float = 0.0
+    last_t: float = 0.0
+    next_psn: int = 0
+    gaps: list[tuple[float, float, int]] = field(default_factory=list)  # (before, after, lost)
+    bins: dict[int, int] = field(default_factory=dict)  # bin index -> bytes
+
+    def arrive(self, now: float, psn: int, size: int, t0: float, bin_s: float,
+               gap_s: float) -> None:
+        skipped = max(0, psn - self.next_psn)
+        if self.packets and (now - self.last_t > gap_s or skipped):
+            self.gaps.append((self.last_t, now, skipped))
+        if not self.packets:
+            self.first_t = now
+        if psn >= self.next_psn:
+            self.lost += psn - self.next_psn
+            self.next_psn = psn + 1
+        elif self.lost:  # a late packet fills a hole
+            self.lost -= 1
+        self.packets += 1
+        self.bytes += size
+        self.last_t = now
+        index = int((now - t0) / bin_s)
+        self.bins[index] = self.bins.get(index, 0) + size
+
+    def summary(self) -> dict:
+        out = asdict(self)
+        del out["bins"], out["next_psn"]
+        return out
+
+
+def _emit(event: str, **data) -> None:
+    sys.stdout.write(json.dumps({"event": event, **data}) + "\n")
+    sys.stdout.flush()
+
+
+class _Stop:
+    def __init__(self) -> None:
+        self.flag = False
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._set)
+
+    def _set(self, *_: object) -> None:
+        self.flag = True
+
+
+def receive(t0: float, bin_s: float, gap_s: float, report_s: float) -> None:
+    stop = _Stop()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    sock.bind(("0.0.0.0", ROCE_PORT))
+    sock.setblocking(False)
+    flows: dict[tuple[str, int], FlowRecord] = {}
+    reported: dict[tuple[str, int], int] = {}  # bins below this index were reported
+    gaps_reported: dict[tuple[str, int], int] = {}  # gaps already reported (lossy ones sent)
+    _emit("ready")
+    next_report = time.time() + report_s
+    while not stop.flag:
+        try:
+            ready, _, _ = select.select([sock], [], [], 0.05)
+        except InterruptedError:
+            continue
+        while ready:
+            try:
+                data, (src, _port) = sock.recvfrom(65536)
+            except BlockingIOError:
+                break
+            now = time.time()
+            parsed = decode(data)
+            if parsed is None:
+                continue
+            qpn, psn, _stamp = parsed
+            flow = flows.get((src, qpn))
+            if flow is None:
+                flow = flows[(src, qpn)] = FlowRecord(src, qpn)
+            flow.arrive(now, psn, len(data), t0, bin_s, gap_s)
+        now = time.time()
+        if now >= next_report:
+            next_report = now + report_s
+            done = int((now - t0) / bin_s)  # the bin in progress is not reported yet
+            out, lossy = {}, {}
+            for key, flow in flows.items():
+                name = f"{key[0]}/{key[1]}"
+                start = reported.get(key, min(flow.bins, default=done))
+                out[name] = [[i, flow.bins.get(i, 0)] for i in range(start, done)]
+                reported[key] = done
+                lossy[name] = [g for g in flow.gaps[gaps_reported.get(key, 0):] if g[2]]
+                gaps_reported[key] = len(flow.gaps)
+            _emit("bins", bin_s=bin_s, flows=out, lossy_gaps=lossy)
+    _emit("result", flows=[f.summary() for f in flows.values()])
+
+
+def send(flows: list[tuple[str, int, int]], pps: float, size: int, duration: float) -> None:
+    """Every flow at `pps` datagrams/s, interleaved, until `duration` ends or SIGTERM."""
+    stop = _Stop()
+    socks = []
+    for _dst, _qpn, sport in flows:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("0.0.0.0", sport))
+        socks.append(s)
+    sent = [0] * len(flows)
+    errors = [0] * len(flows)
+    _emit("ready")
+    interval = 1.0 / pps
+    start = time.perf_counter()
+    end = start + duration if duration > 0 else float("inf")
+    due = [start + i * interval / len(flows) for i in range(len(flows))]
+    while not stop.flag:
+        i = min(range(len(flows)), key=due.__getitem__)
+        now = time.perf_counter()
+        if due[i] > now:
+            if now >= end:
+                break
+            time.sleep(min(due[i], end) - now)
+            continue
+        dst, qpn, _sport = flows[i]
+        try:
+            socks[i].sendto(encode(qpn, sent[i], size, time.time_ns()), (dst, ROCE_PORT))
+        except OSError:  # no route for a moment (every port of the NIC down): the packet is lost
+            errors[i] += 1
+        sent[i] += 1
+        due[i] = max(due[i] + interval, now - 0.002)
+    _emit("result", flows=[{"dst": d, "qpn": q, "sport": p, "sent": n, "send_errors": e}
+                           for (d, q, p), n, e in zip(flows, sent, errors, strict=True)])
+
+
+def trace(flows: list[tuple[str, int, int]], count: int) -> None:
+    """Per flow, on a line from stdin: `count` datagrams of it alone, then a `sent` event."""
+    _emit("ready")
+    for i, (dst, qpn, sport) in enumerate(flows):
+        if not sys.stdin.readline():
+            return  # the caller is gone
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("0.0.0.0", sport))
+            errors = 0
+            for psn in range(count):
+                try:
+                    sock.sendto(encode(qpn, psn, HEADER, time.time_ns()), (dst, ROCE_PORT))
+                except OSError:
+                    errors += 1
+        _emit("sent", flow=i, send_errors=errors)
