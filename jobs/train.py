@@ -28,6 +28,15 @@ from typing import Any, Protocol
 from jobs.collectives import ALGORITHMS, build, busbw_factor
 from jobs.gpus import Cluster, Gpu, Server
 from jobs.iteration import Iteration, Timed, iteration
+from jobs.progress import (
+    CollectiveDone,
+    IterationDone,
+    JobDone,
+    JobStarted,
+    OnEvent,
+    StepDone,
+    collective_started,
+)
 from jobs.scale import Scale
 from jobs.slowest import DirectedLink, StepFlows, Verdict, blame
 from jobs.workload import Collective, Workload
@@ -188,16 +197,29 @@ def group_schedule(c: Collective, algo: str, ranks: Sequence[Gpu], size: int) ->
 
 
 def run_collective(runner: Runner, c: Collective, ranks: Sequence[Gpu], options: TrainOptions,
-                   scale: JobScale, index: int) -> CollectiveRun:
+                   scale: JobScale, index: int, on_event: OnEvent | None = None) -> CollectiveRun:
     group_gpus = [ranks[r] for r in c.groups[0]]
     algo = algorithm(c.kind, options, group_gpus)
     n = len(c.groups[0])
     size = scale.emulated_bytes(c.bytes, multiple=4 * n * n)
     sched = group_schedule(c, algo, ranks, size)
-    result = runner.run(sched)
+    on_step = None
+    if on_event is not None:
+        on_event(collective_started(index, c.purpose, c.kind, algo, c.bytes, sched))
+
+        def on_step(res: Any) -> None:
+            on_event(StepDone(index, c.purpose, res.index, res.phase,
+                              scale.modelled_s(res.time_s), bool(res.complete),
+                              tuple(res.rank_bytes),
+                              tuple(scale.modelled_s(t) for t in res.rank_end_s)))
+
+    result = runner.run(sched, on_step)
     emulated_s = float(result.total_s)
     time_s = scale.modelled_s(emulated_s)
     algbw = c.bytes / time_s / 1e9 if time_s > 0 else 0.0
+    if on_event is not None:
+        on_event(CollectiveDone(index, c.purpose, time_s, algbw * busbw_factor(c.kind, n),
+                                bool(result.complete), int(result.wrong)))
     steps = [StepFlows(c.purpose, res.index,
                        tuple((f.src, f.dst) for f in step.flows if f.link == FABRIC),
                        tuple(res.rank_end_s))
@@ -229,13 +251,18 @@ def train(runner: Runner, job: Workload, ranks: Sequence[Gpu], scale: JobScale,
           options: TrainOptions | None = None,
           links_of: Callable[[int, int], set[DirectedLink]] | None = None,
           counters: Callable[[], dict[DirectedLink, int]] | None = None,
-          progress: Callable[[str], None] = print) -> TrainResult:
+          progress: Callable[[str], None] = print,
+          on_event: OnEvent | None = None) -> TrainResult:
     """Run the job's iterations; with `links_of` (rank pair -> links every path crosses), name
-    the link the slowest ranks waited on, with `counters` (tx packets per link) as evidence."""
+    the link the slowest ranks waited on, with `counters` (tx packets per link) as evidence;
+    `on_event` hears how the job goes (`jobs.progress`)."""
     options = options or TrainOptions()
     if len(ranks) != job.ranks:
         raise ValueError(f"job {job.name!r} has {job.ranks} ranks, got {len(ranks)} GPUs")
     result = TrainResult(job, list(ranks), scale)
+    iterations = options.iterations or job.iterations
+    if on_event is not None:
+        on_event(JobStarted(job.name, iterations, tuple(g.nic for g in ranks)))
     if options.warmup:  # the workers' first messages pay for their start-up
         for c in {c.kind: c for c in job.collectives()}.values():
             n = len(c.groups[0])
@@ -243,16 +270,20 @@ def train(runner: Runner, job: Workload, ranks: Sequence[Gpu], scale: JobScale,
                                                                      c.groups[0]]),
                                       ranks, 1024 * n * n))
     before = counters() if counters else None
-    for i in range(options.iterations or job.iterations):
+    for i in range(iterations):
         runs = []
         for c in job.collectives():
-            runs.append(run_collective(runner, c, ranks, options, scale, i))
+            runs.append(run_collective(runner, c, ranks, options, scale, i, on_event))
             progress(f"iteration {i}: {c.purpose} {runs[-1].algorithm} "
                      f"{runs[-1].time_s * 1e3:.1f} ms, busbw {runs[-1].busbw_gbs:.1f} GB/s")
         it = lay_out(job, i, runs, len(ranks))
         result.iterations.append(it)
         progress(f"iteration {i}: {it.timeline.total_s:.3f} s (compute {it.timeline.compute_s:.3f}"
                  f" s, exposed communication {it.timeline.exposed_s:.3f} s)")
+        if on_event is not None:
+            on_event(IterationDone(i, it.timeline.total_s, it.timeline.compute_s,
+                                   it.timeline.exposed_s, it.slowest_rank,
+                                   ranks[it.slowest_rank].nic, tuple(it.rank_s)))
     if links_of is not None:
         packets = None
         if counters is not None and before is not None:
@@ -260,6 +291,8 @@ def train(runner: Runner, job: Workload, ranks: Sequence[Gpu], scale: JobScale,
             packets = {ln: after.get(ln, 0) - before.get(ln, 0) for ln in after}
         steps = [s for it in result.iterations for c in it.collectives for s in c.steps]
         result.verdict = blame(steps, links_of, packets)
+    if on_event is not None:
+        on_event(JobDone(job.name, len(result.iterations)))
     return result
 
 

@@ -23,6 +23,7 @@ from experiments.framework.session import FabricSession
 from jobs.collectives import build
 from jobs.gpus import NVLINK_RATIO, Cluster, Gpu, cluster_from_fabric
 from jobs.placement import rank_order
+from jobs.progress import OnEvent
 from jobs.runner import JobRunner, switch_tx
 from jobs.scale import MODELLED_GBPS, Scale
 from jobs.slowest import DirectedLink
@@ -100,12 +101,14 @@ class JobFabric:
                             commands)
 
     def train(self, job: Workload, *, order: str = "naive", options: TrainOptions | None = None,
-              progress: Callable[[str], None] = print, **runner: Any) -> TrainResult:
-        """Run the job's iterations on this fabric (`jobs.train.train`)."""
+              progress: Callable[[str], None] = print, on_event: OnEvent | None = None,
+              **runner: Any) -> TrainResult:
+        """Run the job's iterations on this fabric (`jobs.train.train`); `on_event` hears
+        how it goes (`jobs.progress`)."""
         options = options or TrainOptions()
         ranks = self.ranks(job, order)
         scale = JobScale(self.rate, options.time_scale)
         with JobRunner(self.session, self.cluster, ranks, check=self.check, **runner) as run:
             return train(run, job, ranks, scale, options,
                          links_of=lambda s, d: self._links(ranks[s].nic, ranks[d].nic),
-                         counters=self.counters, progress=progress)
+                         counters=self.counters, progress=progress, on_event=on_event)

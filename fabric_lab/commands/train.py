@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import json
@@ -47,6 +48,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="also write iterations.csv, collectives.csv, ranks.csv, "
                              "summary.json into DIR (new or empty)")
     parser.add_argument("--log-dir", type=Path, metavar="DIR", help="switch logs into DIR")
+    parser.add_argument("--web", action="store_true",
+                        help="serve the web view on 127.0.0.1 with the job's panel: iteration, "
+                             "the collective in flight, per-rank progress (--web-port)")
+    parser.add_argument("--web-port", type=int, default=8700, metavar="PORT",
+                        help="port of the web view (default 8700; 0 picks a free one)")
     parser.set_defaults(func=run)
 
 
@@ -69,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"--iterations must be >= 1, got {args.iterations}")
     if args.time_scale <= 0:
         return fail(f"--time-scale must be > 0, got {args.time_scale}")
+    if not 0 <= args.web_port <= 65535:
+        return fail(f"--web-port must be within 0..65535, got {args.web_port}")
     if args.out is not None and args.out.exists() and any(args.out.iterdir()):
         return fail(f"{args.out} exists and is not empty; results are never overwritten")
     try:
@@ -85,8 +93,20 @@ def run(args: argparse.Namespace) -> int:
     say = (lambda text: print(text, file=sys.stderr)) if quiet else print
     say(f"fabric-lab train {job.name}: {job.ranks} ranks on {spec.name} ({target}); "
         f"{fabric.rate.describe()}")
-    with fabric:
-        result = fabric.train(job, order=args.order, options=options, progress=say)
+    with fabric, contextlib.ExitStack() as web:
+        view = None
+        if args.web:
+            from fabric_lab.web import JobView, train_view
+
+            view = JobView()
+            try:
+                web.enter_context(train_view(spec, fabric.session.connected(), view,
+                                             target=target, port=args.web_port,
+                                             out=sys.stderr if quiet else sys.stdout))
+            except RuntimeError as err:  # the port is taken
+                return fail(str(err))
+        result = fabric.train(job, order=args.order, options=options, progress=say,
+                              on_event=view)
     write(result, args)
     return 0
 

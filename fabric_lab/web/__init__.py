@@ -2,9 +2,10 @@
 
 A page on 127.0.0.1 with the fabric drawing (link state and utilisation, queue depths, ECN marks
 and PFC pauses per port), per-flow throughput charts, the controller's events as they happen,
-and buttons that fail, restore or silently degrade a link and switch the load-balancing mode.
-`layout` (the drawing as data), `monitor` (sampling), `actions` (the buttons), `server` (HTTP),
-`demo` (the demo's flows and state).
+and buttons that fail, restore or silently degrade a link and switch the load-balancing mode; with
+`fabric-lab train --web`, the job's panel. `layout` (the drawing as data), `monitor`
+(sampling), `actions` (the buttons), `server` (HTTP), `demo` (the demo's flows and state),
+`job` (the training job's panel).
 """
 
 from __future__ import annotations
@@ -14,14 +15,15 @@ from collections.abc import Iterator
 
 from controller.fabric import FabricController
 from fabric_lab.web.actions import ActionError, Actions
+from fabric_lab.web.job import JobView
 from fabric_lab.web.layout import fabric_json
 from fabric_lab.web.monitor import FabricMonitor, Sources
 from fabric_lab.web.server import WebServer
 from targets import Target
 from topos.model import FabricSpec
 
-__all__ = ["ActionError", "Actions", "FabricMonitor", "Sources", "WebServer", "demo_attach",
-           "fabric_json", "serve", "up_view"]
+__all__ = ["ActionError", "Actions", "FabricMonitor", "JobView", "Sources", "WebServer",
+           "demo_attach", "fabric_json", "serve", "train_view", "up_view"]
 
 
 def serve(spec: FabricSpec, ctl: FabricController | None, *, target: Target | str,
@@ -42,6 +44,26 @@ def up_view(spec: FabricSpec, ctl: FabricController, rc, prober, *, port: int, l
     sources = Sources(events=lambda: list(rc.events), isolated=lambda: set(prober.isolated),
                       status=lambda: "fabric up; the controller reroutes around failed links")
     server = serve(spec, ctl, target=ctl.pipeline.target, sources=sources, port=port, lb=lb)
+    print(f"web view: {server.url} (this machine only)", file=out, flush=True)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def train_view(spec: FabricSpec, ctl: FabricController, view: JobView, *, target: Target | str,
+               port: int, out=None) -> Iterator[WebServer]:
+    """The web view while `fabric-lab train --web` runs a job; `view` gets the job's events."""
+    def status() -> str:
+        job = view.state()
+        if job is None:
+            return "starting the job"
+        return f"job {job['name']}: {job['status']}, iteration {job['iteration'] + 1} of " \
+               f"{job['iterations']}"
+
+    server = serve(spec, ctl, target=target, sources=Sources(status=status, job=view.state),
+                   port=port)
     print(f"web view: {server.url} (this machine only)", file=out, flush=True)
     try:
         yield server

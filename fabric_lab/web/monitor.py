@@ -44,6 +44,7 @@ class Sources:
     flows: Callable[[], FlowSeries | None] = lambda: None  # per-flow throughput
     status: Callable[[], str] = str  # one line: what is happening
     mode: Callable[[], str] | None = None  # load-balancing mode (None: the controller's)
+    job: Callable[[], dict | None] = lambda: None  # a training job's panel (fabric_lab.web.job)
 
 
 @dataclass
@@ -253,4 +254,4 @@ class FabricMonitor:
         mode = self.sources.mode() if self.sources.mode else ""
         return {"t": time.time(), "status": self.sources.status(), "mode": mode,
                 "target": self.target.name, "links": links, "ports": ports, "flows": flows,
-                "events": events, "errors": list(self.errors)}
+                "events": events, "errors": list(self.errors), "job": self.sources.job()}

@@ -19,46 +19,80 @@ class AssertFailed(Exception):
 
 
 class HeaderStack:
-    __slots__ = ("items", "next_index")
+    """A header stack. `blank(cls, size)` makes one whose elements are created on first use, so
+    a packet that never touches the stack (most packets, for INT's record stack) pays one object,
+    not `size` headers; an unmaterialised stack is all invalid and emits nothing."""
+
+    __slots__ = ("_items", "_make", "_size", "next_index")
 
     def __init__(self, items: list):
-        self.items = items
+        self._items: list | None = items
+        self._make = type(items[0]) if items else None
+        self._size = len(items)
         self.next_index = 0
+
+    @classmethod
+    def blank(cls, make: type, size: int) -> HeaderStack:
+        stack = cls.__new__(cls)
+        stack._items = None
+        stack._make = make
+        stack._size = size
+        stack.next_index = 0
+        return stack
+
+    @property
+    def items(self) -> list:
+        items = self._items
+        if items is None:
+            make = self._make
+            assert make is not None
+            items = self._items = [make() for _ in range(self._size)]
+        return items
 
     def at(self, index: int):
         """Element `index`; out of range (a run-time index) gives a detached blank element,
         so reads see zeros and writes go nowhere (as p4c's BMv2 back end compiles them)."""
-        items = self.items
-        if 0 <= index < len(items):
-            return items[index]
-        return type(items[0])()
+        if 0 <= index < self._size:
+            return self.items[index]
+        make = self._make
+        assert make is not None
+        return make()
 
     def checked(self, index: int, error_code: int):
         """Element `index` for the parser: out of range is a StackOutOfBounds error."""
-        if 0 <= index < len(self.items):
+        if 0 <= index < self._size:
             return self.items[index]
         raise ParserError(error_code)
 
     def _copy(self) -> HeaderStack:
-        c = HeaderStack([h._copy() for h in self.items])
+        if self._items is None:
+            c = HeaderStack.blank(self._make, self._size)  # type: ignore[arg-type]
+        else:
+            c = HeaderStack([h._copy() for h in self._items])
         c.next_index = self.next_index
         return c
 
     def _assign(self, other: HeaderStack) -> None:
-        for mine, theirs in zip(self.items, other.items, strict=False):
-            mine._assign(theirs)
+        if self._items is not None or other._items is not None:
+            for mine, theirs in zip(self.items, other.items, strict=False):
+                mine._assign(theirs)
         self.next_index = other.next_index
 
     def _eq(self, other: HeaderStack) -> bool:
+        if self._items is None and other._items is None:
+            return True
         return all(a._eq(b) for a, b in zip(self.items, other.items, strict=False))
 
     def _emit(self, out: bytearray) -> None:
-        for h in self.items:
-            h._emit(out)
+        items = self._items
+        if items is not None:
+            for h in items:
+                h._emit(out)
 
     def _zero(self) -> None:
-        for h in self.items:
-            h._valid = False
+        if self._items is not None:
+            for h in self._items:
+                h._valid = False
         self.next_index = 0
 
     def push_front(self, count: int) -> None:

@@ -25,7 +25,7 @@ def zero_value(t: P4Type | None) -> str:
     if isinstance(t, StructType):
         return f"{class_name(t)}()"
     if isinstance(t, StackType):
-        return f"HeaderStack([{class_name(t.elem)}() for _ in range({t.size})])"
+        return f"HeaderStack.blank({class_name(t.elem)}, {t.size})"
     if isinstance(t, BoolType):
         return "False"
     if isinstance(t, Varbit):

@@ -47,6 +47,8 @@ class StepResult:
     wrong: int = 0  # wrong 4-byte elements
     # per rank: when its last byte of the step arrived, from the step's start (0: nothing)
     rank_end_s: list[float] = field(default_factory=list)
+    # per rank: bytes it received in the step (fabric: as its receiver counted; NVLink: modelled)
+    rank_bytes: list[int] = field(default_factory=list)
     # (source IP, receiving host) of every queue pair the receivers got packets from
     received_from: list[tuple[str, str]] = field(default_factory=list)
 
@@ -181,6 +183,8 @@ class CollectiveRunner:
         by_src: dict[str, list[dict[str, Any]]] = defaultdict(list)
         dst_rank: dict[int, int] = {}
         nvlink_s, rank_end, nvlink_bytes = self._nvlink(step, ranks)
+        rank_bytes = [sum(f.bytes for f in step.flows if f.link == NVLINK and f.dst == r)
+                      for r in range(ranks)]
         for f in step.flows:
             if f.link == NVLINK:
                 continue  # time, not packets
@@ -223,6 +227,8 @@ class CollectiveRunner:
         fabric_s = max(ends) - min(starts) if starts and ends else 0.0
         for q in qps:
             r = dst_rank.get(q["qpn"])
+            if r is not None:
+                rank_bytes[r] += q["bytes"]
             if r is not None and q["last_t"] and starts:
                 rank_end[r] = max(rank_end[r], q["last_t"] - min(starts))
         return StepResult(
@@ -238,7 +244,7 @@ class CollectiveRunner:
             fabric_s=fabric_s, nvlink_s=nvlink_s, nvlink_bytes=nvlink_bytes,
             wrong_packets=sum(q.get("wrong_packets", 0) for q in qps),
             wrong=sum(q.get("wrong_elements", 0) for q in qps),
-            rank_end_s=rank_end,
+            rank_end_s=rank_end, rank_bytes=rank_bytes,
             received_from=sorted((q["src_ip"], name) for name, g in zip(by_dst, got, strict=True)
                                  for q in g["qps"] if q["packets"]),
         )

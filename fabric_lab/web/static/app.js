@@ -208,6 +208,53 @@ function updateEvents(events) {
   list.replaceChildren(...items);
 }
 
+function bytesText(n) {
+  for (const [unit, size] of [["GB", 2 ** 30], ["MB", 2 ** 20], ["KB", 2 ** 10]]) {
+    if (n >= size) return `${(n / size).toFixed(n >= 10 * size ? 0 : 1)} ${unit}`;
+  }
+  return `${n} B`;
+}
+
+function updateJob(job) {
+  const panel = document.getElementById("job-panel");
+  panel.hidden = !job;  // only while `fabric-lab train --web` runs a job
+  if (!job) return;
+  document.getElementById("job-name").textContent = job.name;
+  document.getElementById("job-iteration").textContent =
+    `${job.status}: iteration ${Math.min(job.iteration + 1, job.iterations)} of ${job.iterations}, ${job.done} done`;
+  const last = job.last;
+  document.getElementById("job-last").textContent = last
+    ? `last iteration (${last.iteration + 1}): ${last.total_s.toFixed(3)} s = compute ${last.compute_s.toFixed(3)} s` +
+      ` + exposed communication ${last.exposed_s.toFixed(3)} s; slowest rank ${last.slowest_rank}` +
+      ` (${last.slowest_nic}, ${last.slowest_s.toFixed(3)} s, fastest ${last.fastest_s.toFixed(3)} s)`
+    : "no iteration finished yet (times in the modelled job's seconds)";
+  const c = job.collective, line = document.getElementById("job-collective");
+  line.classList.toggle("in-flight", Boolean(c && c.in_flight));
+  line.textContent = !c ? "no collective yet" : c.in_flight
+    ? `in flight: ${c.purpose} (${c.kind}, ${c.algorithm}, ${bytesText(c.bytes)} per rank), ` +
+      `step ${Math.min(c.step + 1, c.steps)} of ${c.steps}${c.phase ? `, ${c.phase}` : ""}`
+    : `last: ${c.purpose} (${c.kind}, ${c.algorithm}, ${bytesText(c.bytes)} per rank), ` +
+      `${c.steps} steps in ${(1000 * c.time_s).toFixed(1)} ms, busbw ${c.busbw_gbs.toFixed(1)} GB/s` +
+      `${c.complete ? "" : ", INCOMPLETE"}${c.wrong ? `, ${c.wrong} wrong` : ""}`;
+  const body = document.querySelector("#job-ranks tbody");
+  body.replaceChildren(...job.ranks.map(r => {
+    const tr = document.createElement("tr");
+    if (last && last.slowest_rank === r.rank) tr.className = "slowest";
+    for (const v of [r.rank, r.nic, bytesText(r.bytes), bytesText(r.bytes_total),
+                     `${r.steps} / ${r.steps_total}`, `${(1000 * r.last_end_s).toFixed(1)} ms`]) {
+      const td = document.createElement("td");
+      td.textContent = v;
+      tr.appendChild(td);
+    }
+    const td = document.createElement("td"), bar = document.createElement("progress");
+    bar.max = Math.max(1, r.bytes_total);
+    bar.value = Math.min(r.bytes, bar.max);
+    td.appendChild(bar);
+    tr.appendChild(td);
+    return tr;
+  }));
+}
+
 function onState(s) {
   const status = document.getElementById("status");
   status.textContent = s.status || "running";
@@ -220,6 +267,7 @@ function onState(s) {
   updatePorts(s.ports, state.fabric);
   updateChart(s.flows);
   updateEvents(s.events);
+  updateJob(s.job);
   document.body.dataset.updates = String(Number(document.body.dataset.updates || 0) + 1);
 }
 
