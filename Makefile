@@ -19,7 +19,7 @@ demo: setup
 test: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(PYTEST) -q -p no:cacheprovider
+	$(PYTEST) -q -p no:cacheprovider --durations=25
 
 test-fast: setup
 	$(PYTEST) -q -p no:cacheprovider -m "not slow and not mininet"

@@ -27,7 +27,7 @@ from p4.v1 import p4runtime_pb2
 from controller.p4rt import P4RuntimeClient
 from controller.pipeline import build_pipeline
 from targets import get_target
-from topos.mininet.procs import accepts
+from topos.mininet.procs import accepts, stop_child
 from topos.model import Switch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,12 +113,7 @@ def main() -> int:
               f"RSS {samples[0][1]:.1f} MB after the first, {r1:.1f} MB after the last; "
               f"{per_push:+.0f} kB per push from push {n0} on")
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_child(proc, 10, group=False)
     return 0
 
 

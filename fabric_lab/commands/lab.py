@@ -22,9 +22,6 @@ import shutil
 import sys
 from pathlib import Path
 
-from fabric_lab.closedbook import SEED_VARIABLE, pipeline_copy, run_seed
-from fabric_lab.labkit import LABS, LabError, lab, labs, run_checks
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -49,7 +46,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_check)
 
 
+# The lab machinery (p4switch's compiler, scapy) is imported when a lab command runs, not
+# whenever `fabric-lab` starts.
 def _list(_args: argparse.Namespace) -> int:
+    from fabric_lab.labkit import LABS, labs
+
     found = labs()
     title = max(len(item.title) for item in found)
     edit = max(len(f"{item.file} ({item.kind})") for item in found)
@@ -63,6 +64,9 @@ def _list(_args: argparse.Namespace) -> int:
 
 
 def _start(args: argparse.Namespace) -> int:
+    from fabric_lab.closedbook import pipeline_copy
+    from fabric_lab.labkit import LabError, lab
+
     try:
         item = lab(args.number)
     except LabError as err:
@@ -113,6 +117,9 @@ def _absolute_links(page: Path) -> str:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from fabric_lab.closedbook import SEED_VARIABLE, run_seed
+    from fabric_lab.labkit import LabError, lab, run_checks
+
     try:
         item = lab(args.number)
     except LabError as err:

@@ -19,7 +19,7 @@ from p4.v1 import p4runtime_pb2 as pb
 from controller.pipeline import Pipeline, build_pipeline
 from p4switch.p4info.index import P4InfoIndex
 from targets import BMV2, P4SWITCH, Target
-from topos.mininet.procs import accepts
+from topos.mininet.procs import accepts, stop_child
 from topos.model import Switch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "p4switch" / "switch"))
@@ -51,12 +51,7 @@ def started(target: Target, log: Path, timeout: float = 30.0) -> Iterator[Switch
             time.sleep(0.05)
         yield model
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_child(proc, 10, group=False)
 
 
 class Rig:

@@ -58,8 +58,8 @@ def test_host_processes_and_a_traffic_agent_end_with_the_lab() -> None:
     assert netns_inode(children["sleep"].pid) == inode
     # `popen` in a node detaches into a session of its own, as Mininet's `mnexec -d` does
     assert os.getsid(children["sleep"].pid) == children["sleep"].pid
-    assert Path(f"/proc/{children['agent'].pid}/cmdline").read_bytes().split(b"\0")[1:3] == [
-        b"-m", b"traffic.worker"]
+    assert Path(f"/proc/{children['agent'].pid}/cmdline").read_bytes().split(b"\0")[1:4] == [
+        b"-m", b"traffic", b"worker"]
     kill_and_check(proc, children)
     assert pids_in_netns({inode}) == []
     assert proc.returncode == -signal.SIGKILL

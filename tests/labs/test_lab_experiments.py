@@ -41,7 +41,7 @@ def test_lab6_fabric_routed_by_the_solution_survives_a_downlink_failure(tmp_path
                           cwd=tmp_path, capture_output=True, text=True, timeout=240)
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
-    assert "[PASS] 6. a fabric routed by your code survives a spine downlink failure" in out
+    assert "[PASS] 7. a fabric routed by your code survives a spine downlink failure" in out
     for when in ("all links up", "lkspine0~lkleaf1 down, rerouted", "restored"):
         assert f"{when}: 8/8 queue pairs whole" in out, out
 

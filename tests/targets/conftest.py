@@ -17,7 +17,7 @@ from controller.p4rt import P4RuntimeClient
 from controller.pipeline import Pipeline, build_pipeline
 from mechanisms import program_path
 from targets import BMV2, P4SWITCH, Target
-from topos.mininet.procs import accepts
+from topos.mininet.procs import accepts, stop_child
 from topos.model import Switch
 
 PROGRAM = program_path("ecmp")
@@ -59,12 +59,7 @@ def running_switch(target: Target, log: Path, *, program: Path | None = PROGRAM,
                 client.set_pipeline(pipeline.p4info, pipeline.device_config, pipeline.cookie)
         yield Running(target, model, proc, pipeline)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_child(proc, 10, group=False)
 
 
 @pytest.fixture(params=TARGET_PARAMS)
