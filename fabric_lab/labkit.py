@@ -37,11 +37,11 @@ from typing import Any
 
 from experiments.framework.engine_switch import EngineSwitch, by_suffix, load_program
 from experiments.framework.engine_switch import roce_frame as engine_roce_frame
+from mechanisms import P4SRC
 from p4switch.names import suffix_matches
 from topos.errors import FabricLabError
 
 REPO = Path(__file__).resolve().parent.parent
-P4SRC = REPO / "p4src"
 LABS = REPO / "labs"
 SOLUTIONS = LABS / "solutions"
 

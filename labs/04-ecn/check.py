@@ -8,6 +8,7 @@ import random
 
 from controller.congestion import EcnProfile
 from fabric_lab.labkit import LabSwitch, Step, StepFailed, Work, compiles, roce_frame
+from mechanisms import ecn as ecn_names
 
 TITLE = "ECN: RED marking on the queue depth"
 MINUTES = 45
@@ -25,8 +26,8 @@ def _switch(work: Work, profile: EcnProfile) -> LabSwitch:
 
     switch = work.switch(PORTS)
     for low, high, threshold in profile.ranges():
-        switch.insert("ecn.ecn_profile", (FieldMatch("range", low=low, high=high),),
-                      "ecn.set_mark_threshold", (threshold,), priority=1)
+        switch.insert(ecn_names.PROFILE_TABLE, (FieldMatch("range", low=low, high=high),),
+                      ecn_names.MARK_ACTION, (threshold,), priority=1)
     return switch
 
 
@@ -81,8 +82,8 @@ def _hidden_draws(work: Work) -> str:
         draw = random.Random(seed).randint(0, 65534)  # the draw random(draw, 0, 65534) makes
         above = rng.random() < 0.5
         switch = work.switch(PORTS)
-        switch.insert("ecn.ecn_profile", (FieldMatch("range", low=0, high=1000),),
-                      "ecn.set_mark_threshold", (draw + above,), priority=1)
+        switch.insert(ecn_names.PROFILE_TABLE, (FieldMatch("range", low=0, high=1000),),
+                      ecn_names.MARK_ACTION, (draw + above,), priority=1)
         random.seed(seed)
         marked = _marked(switch, rng.randrange(1, 1000), 1)
         if marked != above:
@@ -101,7 +102,7 @@ def only_ect(work: Work) -> str:
             if (out[15] & 3) != ecn:
                 raise StepFailed(f"a {name} packet left with ECN bits {out[15] & 3}: only "
                                  f"ECN-capable packets may be marked")
-    counted = switch.counter("ecn.ecn_marked_counter", PORTS[0])
+    counted = switch.counter(ecn_names.MARKED_COUNTER, PORTS[0])
     if counted:
         raise StepFailed(f"10 Not-ECT and 10 CE packets at depth 40, none marked by this switch, "
                          f"yet ecn_marked_counter[{PORTS[0]}] = {counted}: a packet that arrives "
@@ -117,7 +118,7 @@ def counts_marks(work: Work) -> str:
     _marked(switch, 40, 7)
     _marked(switch, 0, 5)
     _marked(switch, 40, 3, ecn=NOT_ECT)
-    counted = switch.counter("ecn.ecn_marked_counter", PORTS[0])
+    counted = switch.counter(ecn_names.MARKED_COUNTER, PORTS[0])
     if counted != 7:
         raise StepFailed(f"7 packets were marked on port {PORTS[0]}; ecn_marked_counter[{PORTS[0]}]"
                          f" says {counted}")
