@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.framework.figures import save_figure
 from jobs.collectives import busbw_factor
 from jobs.scale import Scale
 from jobs.train import TrainResult, iteration_rows
@@ -112,10 +113,7 @@ def plot(path: Path, key: str, summary: Sequence[Mapping[str, str]], title: str,
     axes[0][0].set_title(f"{title}: median busbw", fontsize=10)
     if extra:
         axes[0][1].set_ylabel(extra[1])
-    fig.tight_layout()
-    first = path / "busbw.png"
-    fig.savefig(first, dpi=120)
-    plt.close(fig)
+    first = save_figure(fig, path / "busbw.png")
 
     fig, ax = plt.subplots(figsize=(5, 4))
     one = {r[key]: r for r in summary}
@@ -127,8 +125,5 @@ def plot(path: Path, key: str, summary: Sequence[Mapping[str, str]], title: str,
     ax.set_ylabel("iteration time (s, modelled)")
     ax.set_title("training iteration (median)", fontsize=10)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    second = path / "iteration.png"
-    fig.savefig(second, dpi=120)
-    plt.close(fig)
+    second = save_figure(fig, path / "iteration.png")
     return [first, second]

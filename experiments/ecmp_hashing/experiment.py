@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt
 from experiments.framework import Experiment, RunContext
 from experiments.framework.ballsbins import collision_probability, expected_imbalance
 from experiments.framework.engine_switch import LbSwitch, roce_frame
+from experiments.framework.figures import save_figure
 from experiments.framework.results import ResultDir
 
 FIELDS = ["links", "flows", "trial", "max_load", "mean_load", "imbalance", "links_used", "collided"]
@@ -99,10 +100,7 @@ def plot(result: ResultDir) -> list[Path]:
     ax.set_ylabel("busiest link / mean link load")
     ax.set_title("ECMP imbalance: measured vs balls-into-bins expectation")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    imbalance_png = result.path / "imbalance.png"
-    fig.savefig(imbalance_png, dpi=120)
-    plt.close(fig)
+    imbalance_png = save_figure(fig, result.path / "imbalance.png")
 
     polar = result.read_csv("polarisation.csv")
     fig, ax = plt.subplots(figsize=(5, 4))
@@ -113,10 +111,7 @@ def plot(result: ResultDir) -> list[Path]:
     ax.set_ylabel("tier-2 links carrying traffic (mean)")
     ax.set_title("Hash polarisation")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    polar_png = result.path / "polarisation.png"
-    fig.savefig(polar_png, dpi=120)
-    plt.close(fig)
+    polar_png = save_figure(fig, result.path / "polarisation.png")
     return [imbalance_png, polar_png]
 
 

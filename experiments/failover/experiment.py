@@ -35,6 +35,7 @@ import matplotlib.pyplot as plt
 from experiments.failover.trial import run_trial
 from experiments.framework import Experiment, ExperimentError, RunContext, scaled_fabric
 from experiments.framework.failover_lab import KINDS, FailoverLab, settle
+from experiments.framework.figures import save_figure
 from experiments.framework.recovery import rolling_mean
 from experiments.framework.results import ResultDir
 
@@ -139,10 +140,7 @@ def plot_timeline(result: ResultDir, trial: str = "0") -> Path:
         ax.set_ylabel("Mb/s (50 ms mean)")
     axes[-1, 0].set_xlabel("time since the failure (s)")
     axes[0, 0].legend(fontsize=6, ncol=3, loc="lower left")
-    fig.tight_layout()
-    path = result.path / "timeline.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = save_figure(fig, result.path / "timeline.png", dpi=110)
     return path
 
 
@@ -162,10 +160,7 @@ def plot_loss_windows(result: ResultDir) -> Path:
     ax.set_ylabel("loss window per flow that crossed it (ms; 0 drawn at 0.1)")
     ax.set_title("Loss window by failure kind")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = result.path / "loss_windows.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = save_figure(fig, result.path / "loss_windows.png", dpi=110)
     return path
 
 

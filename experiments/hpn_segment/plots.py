@@ -11,6 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from experiments.framework.figures import save_figure
 from experiments.framework.results import ResultDir
 
 
@@ -27,10 +28,7 @@ def plot(result: ResultDir) -> list[Path]:
 
 
 def _save(fig, result: ResultDir, name: str) -> Path:
-    fig.tight_layout()
-    path = result.path / name
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    path = save_figure(fig, result.path / name)
     return path
 
 

@@ -11,6 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from experiments.framework.ballsbins import expected_imbalance
+from experiments.framework.figures import save_figure
 from experiments.framework.results import ResultDir
 
 MARKERS = "osD^vP*X"
@@ -65,10 +66,7 @@ def plot_scenarios(result: ResultDir, runs: list[dict]) -> Path:
     axes[1].set_title("The uplink slowed in the asymmetric scenarios: how much it carried")
     for ax in axes:
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = result.path / "scenarios.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    path = save_figure(fig, result.path / "scenarios.png")
     return path
 
 
@@ -91,10 +89,7 @@ def plot_tags(result: ResultDir, runs: list[dict]) -> Path:
     for ax in axes:
         ax.set_xlabel("RoCEv2 flows between two leaves")
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = result.path / "tags.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    path = save_figure(fig, result.path / "tags.png")
     return path
 
 
@@ -127,10 +122,7 @@ def plot_imbalance(result: ResultDir, runs: list[dict]) -> Path:
         ax.set_ylabel("busiest uplink / mean uplink bytes")
         ax.set_title(f"{fab}: uplink imbalance (mean ± s.e. over seeds)")
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = result.path / "imbalance.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    path = save_figure(fig, result.path / "imbalance.png")
     return path
 
 
@@ -147,8 +139,5 @@ def plot_completion_cdf(result: ResultDir, runs: list[dict]) -> Path:
     ax.set_ylabel("fraction of runs (all N and seeds)")
     ax.set_title("Collective-step completion time per load-balancing mode")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = result.path / "completion_cdf.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    path = save_figure(fig, result.path / "completion_cdf.png")
     return path

@@ -10,6 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from experiments.framework.figures import save_figure
 from experiments.framework.results import ResultDir
 
 
@@ -45,10 +46,7 @@ def _queues(result: ResultDir) -> Path:
         ax.set_ylabel("depth")
         ax.legend(fontsize=7, loc="upper right")
     axes[-1][0].set_xlabel("s from the senders' start")
-    fig.tight_layout()
-    path = result.path / "queues.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = save_figure(fig, result.path / "queues.png", dpi=110)
     return path
 
 
@@ -62,8 +60,5 @@ def _sweep(result: ResultDir) -> Path:
     ax.set_xlabel("detection time (ms)")
     ax.set_title("Watchdog false positives in a healthy 3:1 incast")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = result.path / "false_positives.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = save_figure(fig, result.path / "false_positives.png", dpi=110)
     return path

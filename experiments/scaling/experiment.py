@@ -21,6 +21,7 @@ import statistics
 from pathlib import Path
 
 from experiments.framework import Experiment, ExperimentError, RunContext, isolated, scaled_fabric
+from experiments.framework.figures import save_figure
 from experiments.framework.results import ResultDir
 from jobs import compare
 from jobs.train import TrainOptions
@@ -87,10 +88,7 @@ def plot(result: ResultDir) -> list[Path]:
     ax.set_xlim(left=0)
     ax.legend(fontsize=8)
     ax.set_title("scaling efficiency against per-GPU bus bandwidth", fontsize=10)
-    fig.tight_layout()
-    path = result.path / "scaling.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    path = save_figure(fig, result.path / "scaling.png")
     return [path]
 
 

@@ -10,6 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from experiments.framework.figures import save_figure
 from experiments.framework.results import ResultDir
 
 
@@ -29,10 +30,7 @@ def plot(result: ResultDir) -> list[Path]:
     ax.set_ylabel("iteration time (s, modelled)")
     ax.set_title("the whole job's iteration (median)")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    first = result.path / "iterations.png"
-    fig.savefig(first, dpi=120)
-    plt.close(fig)
+    first = save_figure(fig, result.path / "iterations.png")
 
     fig, ax = plt.subplots(figsize=(8, 4))
     nics = list(dict.fromkeys(r["nic"] for r in ranks))
@@ -46,8 +44,5 @@ def plot(result: ResultDir) -> list[Path]:
     ax.set_ylabel("own iteration (s, modelled)")
     ax.set_title(f"per rank; named link: {named or 'none'}", fontsize=10)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    second = result.path / "ranks.png"
-    fig.savefig(second, dpi=120)
-    plt.close(fig)
+    second = save_figure(fig, result.path / "ranks.png")
     return [first, second]

@@ -9,6 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from experiments.framework.figures import save_figure
 from experiments.framework.results import ResultDir
 
 
@@ -39,10 +40,7 @@ def plot_ring(result: ResultDir, rows: list[dict]) -> Path:
     right.bar(orders, [float(r["total_s"]) for r in rows], color="#7570b3")
     right.set_ylabel("completion time (s)")
     right.set_title("completion time")
-    fig.tight_layout()
-    path = result.path / "aipod_ring.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    path = save_figure(fig, result.path / "aipod_ring.png")
     return path
 
 
@@ -64,8 +62,5 @@ def plot_hd(result: ResultDir, rows: list[dict], steps: list[dict]) -> Path:
     right.bar([r["order"] for r in rows], [float(r["total_s"]) for r in rows], color="#1b9e77")
     right.set_ylabel("completion time (s)")
     right.set_title("completion time")
-    fig.tight_layout()
-    path = result.path / "bigraph_hd.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    path = save_figure(fig, result.path / "bigraph_hd.png")
     return path
