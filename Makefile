@@ -6,7 +6,7 @@ PYTEST  ?= $(BIN)/pytest
 P4LANG_ENV := $(abspath $(CURDIR)/../shared/p4lang/env.sh)
 
 .PHONY: setup demo test test-fast test-bmv2 lint typecheck bench bench-engine bench-runtime bench-switch \
-        bench-traffic bench-fabric bench-lb bench-congestion bench-failover bench-jobs clean
+        bench-traffic bench-fabric bench-lb bench-congestion bench-failover bench-jobs clean figures
 
 # provision.sh is idempotent and quick when nothing changed; it runs every time so that a
 # `sudo make setup` after a user's `make setup` still links the commands onto sudo's PATH.
@@ -66,6 +66,7 @@ bench-traffic: setup
 bench-fabric: setup  # (root)
 	$(BIN)/python bench/topos_bringup.py
 	$(BIN)/python bench/fabric_bringup.py
+	$(BIN)/python bench/fabric_capacity.py --quick
 
 bench-lb: setup
 	$(BIN)/python bench/lb_engine_pps.py
@@ -79,6 +80,12 @@ bench-failover: setup  # (root)
 
 bench-jobs: setup  # (root)
 	$(BIN)/python bench/jobs_busbw.py
+
+# The pages' figures and the shipped examples (examples/results/) from --quick runs, each checked
+# against what its page claims (scripts/figures.py; root: most runs start Mininet fabrics; several
+# minutes; never part of the tests).
+figures: setup
+	$(BIN)/python scripts/figures.py
 
 clean: setup
 	$(BIN)/fabric-lab clean

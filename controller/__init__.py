@@ -10,5 +10,7 @@
 - `linkwatch`: link events from interface state; `queues`: queue settings via the runtime CLI;
 - `knobs`: a mechanism's knobs (`mechanisms.Knob`) as P4Runtime entries, written as differences;
   `congestion` (ECN, PFC) and `lb` (flowlet gap, tagging, queue awareness) use it;
-- `checks`: pingall and UDP probes run from the hosts.
+- `checks`: pingall and UDP probes run from the hosts;
+- `diagnose/`: `fabric-lab diagnose`, the link that drops, slows or pauses, from INT probes and
+  port counters.
 """

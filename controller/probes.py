@@ -108,6 +108,9 @@ def direction_bad(lost_now: int, sent: int, lost: int, *, isolated: bool, thresh
     return lost_now >= min_lost and lost >= min_lost and lost >= threshold * sent
 
 
+ROUNDS_KEPT = 600  # rounds a prober remembers (10 minutes at 1 s): a long run's memory stays flat
+
+
 class LinkProber:
     """Periodic loss probes over every switch-to-switch link of a controlled fabric."""
 
@@ -124,7 +127,7 @@ class LinkProber:
         self.switches = sorted({ln.a.node for ln in self.links} | {ln.b.node for ln in self.links})
         self._ports = {sw: sorted(ln.end(sw).port for ln in self.links if sw in (ln.a.node, ln.b.node))
                        for sw in self.switches}
-        self.rounds: list[ProbeRound] = []
+        self.rounds: deque[ProbeRound] = deque(maxlen=ROUNDS_KEPT)  # the latest, oldest first
         self.verdicts = Hysteresis(bad_rounds, good_rounds)
         self._history: dict[tuple[str, str], deque] = {}  # (link, sender) -> recent rounds
         self._seq = 0

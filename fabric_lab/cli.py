@@ -24,6 +24,7 @@ SUBCOMMANDS: list[str] = [
     "lab",
     "train",
     "perf",
+    "diagnose",
 ]
 
 

@@ -6,7 +6,8 @@ Python API (the tool, `python -m traffic` / `fabric-lab traffic`, is `traffic.co
 - `traffic.sender`: `SenderConfig` + `QueuePairConfig` -> `run_sender()` -> `SendResult`.
 - `traffic.receiver`: `ReceiverConfig` -> `run_receiver()` -> `RecvResult` (CSV/JSON writers in
   `traffic.results`).
-- `traffic.dcqcn`, `traffic.pfc`, `traffic.reorder`: the rate control, pause and reorder logic.
+- `traffic.dcqcn`, `traffic.hpcc`, `traffic.pfc`, `traffic.reorder`: the rate and window
+  control, pause and reorder logic; `traffic.echo`: the INT echo in ACKs (HPCC).
 - `traffic.collectives`: schedules, rank placement (topology-aware ring, BiGraph HDRM, link
   conflicts) and `run_collective()` over hosts.
 - `traffic.hosts` (where processes run: netns, Mininet, pid), `traffic.agent`/`traffic.worker`

@@ -75,7 +75,8 @@ def add_actions(sub: argparse._SubParsersAction) -> None:
     """The tool's actions, under `sub` (`python -m traffic`'s or `fabric-lab traffic`'s)."""
     s = sub.add_parser("send", help="send RoCEv2 queue pairs from this host",
                        description="Send RDMA WRITE/SEND messages on one interface, paced, "
-                                   "with DCQCN reacting to CNPs and PFC pause honoured.")
+                                   "with congestion control (DCQCN reacting to CNPs, or HPCC "
+                                   "to the INT its ACKs echo) and PFC pause honoured.")
     s.add_argument("--iface", required=True, help="interface to send on")
     s.add_argument("--dst", required=True, action="append",
                    help="destination host (IPv4 or name); repeat for several")
@@ -96,7 +97,14 @@ def add_actions(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--priority", type=int, default=3, help="PFC priority of the data")
     s.add_argument("--link-rate", type=rate, default=rate("100M"), help="for PFC pause timing")
     s.add_argument("--no-ecn", action="store_true", help="send Not-ECT instead of ECT(0)")
-    s.add_argument("--no-dcqcn", action="store_true", help="ignore CNPs")
+    s.add_argument("--cc", choices=["dcqcn", "hpcc", "none"],
+                   help="congestion control (default dcqcn; hpcc asks for INT and an ACK per "
+                        "packet)")
+    s.add_argument("--no-dcqcn", action="store_true", help="ignore CNPs (= --cc none)")
+    s.add_argument("--hpcc-rtt", type=positive(float), default=5.0, metavar="MS",
+                   help="HPCC's base RTT T in ms (5)")
+    s.add_argument("--ack-every", type=positive(int),
+                   help="ask for an ACK every N packets (default 16, 1 with --cc hpcc)")
     s.add_argument("--no-go-back-n", action="store_true",
                    help="send every PSN once, no ACK waiting or resending (UC-like)")
     s.add_argument("--json", type=Path, help="write the result here")
@@ -210,6 +218,8 @@ def _send(args: argparse.Namespace) -> int:
     from traffic.sender import QueuePairConfig, SenderConfig, run_sender
 
     try:
+        if args.no_dcqcn and args.cc not in (None, "none"):
+            raise UsageError(f"--no-dcqcn contradicts --cc {args.cc}")
         netutil.require_interface(args.iface)
         dsts = [netutil.resolve_host(d) for d in args.dst]
         messages = args.messages or (None if args.duration else 1)
@@ -220,7 +230,8 @@ def _send(args: argparse.Namespace) -> int:
                for i, ip in enumerate(dsts) for k in range(args.qps)]
         cfg = SenderConfig(iface=args.iface, qps=qps, mtu_payload=args.mtu, dscp=args.dscp,
                            ecn_capable=not args.no_ecn, priority=args.priority,
-                           link_bps=args.link_rate, dcqcn=not args.no_dcqcn,
+                           link_bps=args.link_rate, dcqcn=not args.no_dcqcn, cc=args.cc,
+                           hpcc_rtt_s=args.hpcc_rtt / 1000, ack_every=args.ack_every,
                            duration_s=args.duration, progress_s=0 if args.quiet else args.progress,
                            go_back_n=not args.no_go_back_n)
         problems = cfg.problems()

@@ -5,6 +5,7 @@ Importing this module registers the bindings, so scapy then decodes
   Ether / IP(proto 253) / ReorderTag / UDP(4791) / BTH / [RETH | AETH | CNPPadding] / payload
   Ether / IP(proto 253) / ReorderTag(next 254) / IntShim(hops=[IntHop...]) / UDP(4791) / ...
   Ether / IP(proto 254) / IntShim / UDP(4791) / ...
+  Ether / IP / UDP(4791) / BTH(ACK) / AETH / IntEcho(hops=[IntHop...])   (HPCC's ACKs)
 The tag is the 8-byte shim shared with the P4 programs (`p4src/include`): the original IPv4
 protocol, flags (bit 0 tagged by a host, bit 1 tagged by a switch), a flow id and a per-flow
 sequence number starting at 0. IPv4 total length includes it. The INT shim (`int.p4`) is 4 bytes
@@ -133,6 +134,18 @@ class IntShim(Packet):
         return p + _icrc_without_shim(self, ip, pay)
 
 
+class IntEcho(IntShim):
+    """INT echo in an ACK (HPCC): the shim and records of the data packet the ACK answers, as
+    that packet brought them (newest record first, `next_proto` as it was), after the AETH and
+    covered by the ACK's ICRC. It sits in the RoCE payload, not after IPv4: switches neither
+    see nor add to it."""
+
+    name = "IntEcho"
+
+    def post_build(self, p: bytes, pay: bytes) -> bytes:
+        return p + pay
+
+
 def _icrc_without_shim(shim: Packet, ip: Packet | None, pay: bytes) -> bytes:
     """`pay` (UDP on) with the ICRC of the packet without the shims between IPv4 and UDP."""
     bth = shim.getlayer(BTH)
@@ -165,6 +178,7 @@ bind_layers(ReorderTag, UDP, next_proto=17)
 bind_layers(IP, IntShim, proto=INT_IP_PROTO)
 bind_layers(ReorderTag, IntShim, next_proto=INT_IP_PROTO)
 bind_layers(IntShim, UDP, next_proto=17)
+bind_layers(AETH, IntEcho)  # an ACK's payload, when it has one, is the echo
 
 __all__ = [
     "AETH",
@@ -172,6 +186,7 @@ __all__ = [
     "CNP",
     "RETH",
     "CNPPadding",
+    "IntEcho",
     "IntHop",
     "IntShim",
     "ReorderTag",

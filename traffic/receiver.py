@@ -7,7 +7,8 @@ Flows are keyed by (source IP, destination QPN). For every data packet the recei
   PSN seen fills one of them (out of order, distance = highest - PSN) or is a duplicate,
 - counts ECN-CE and answers with a CNP, at most one per `cnp_interval_s` per QP (as NICs do);
   optionally a PSN gap in an untagged flow draws one too (packet spraying without tags),
-- ACKs packets that ask for it (the last of each message),
+- ACKs packets that ask for it (the last of each message); an ACK answering a packet that
+  carried INT records echoes them (`traffic.echo`, format `traffic.headers.IntEcho`; HPCC),
 - with `go_back_n` (on by default, as an RC NIC; `traffic.gbn`): drops an untagged packet ahead
   of the expected PSN and answers it with one NAK (PSN sequence error), drops duplicates and
   re-ACKs, holds tagged packets ahead of the expected PSN for reordering and NAKs a hole only
@@ -30,6 +31,7 @@ import time
 from collections.abc import Callable
 
 from traffic import bpf, netutil, payload
+from traffic.echo import add_echo, int_echo_of
 from traffic.frames import (
     ECN_CE,
     ECN_NOT_ECT,
@@ -117,6 +119,7 @@ class Receiver:
         self.socket_drops = 0
         self.start = 0.0
         self._last_data = 0.0
+        self._echo: bytes | None = None  # INT shim + records of the packet being handled
 
     def stop(self) -> None:
         self._stop = True
@@ -182,8 +185,9 @@ class Receiver:
     def _on_frame(self, frame: memoryview, now: float) -> None:
         """One received frame: (INT records stripped) -> decode -> (go-back-N admission) ->
         account -> reply -> reorder."""
-        telemetry = None
+        telemetry = self._echo = None
         if frame[IP_PROTO_AT] in _SHIM_PROTOS and int_shim_at(frame) >= 0:
+            self._echo = int_echo_of(frame)
             try:
                 stripped, telemetry = strip_int(frame)
             except ValueError:  # records cut short: not a packet the sender built
@@ -242,7 +246,7 @@ class Receiver:
             verdict = SEQ_ERROR
         if rc.replies:
             self._endpoints(flow, frame, at)
-            self._send_replies(flow)
+            self._send_replies(flow, self._echo)
         if verdict in (SEQ_ERROR, DUPLICATE):
             if verdict == DUPLICATE:
                 flow.res.duplicates += 1
@@ -319,7 +323,8 @@ class Receiver:
             if not ce:
                 res.cnp_out_of_order += 1
         if flow.gbn is None and frame[at.ackreq] & BTH_ACKREQ_MASK and cfg.ack:
-            self._reply(flow, frame, at, ACK, int.from_bytes(frame[at.psn], "big"))
+            self._reply(flow, frame, at, ACK, int.from_bytes(frame[at.psn], "big"),
+                        echo=self._echo)
             res.acks_sent += 1
 
     def _reorder(self, flow: FlowState, frame: memoryview, at: RoceLayout, binr: Bin, opcode: int,
@@ -351,8 +356,9 @@ class Receiver:
         flow = self.flows[key] = FlowState(key, res, self.cfg, self._expect.get(key))
         return flow
 
-    def _send_replies(self, flow: FlowState) -> None:
-        """Send the go-back-N responder's ACKs and NAKs (addressed like the flow's replies)."""
+    def _send_replies(self, flow: FlowState, echo: bytes | None = None) -> None:
+        """Send the go-back-N responder's ACKs and NAKs (addressed like the flow's replies);
+        ACKs echo `echo`, the INT of the packet they answer."""
         rc = flow.gbn
         if flow.ep is None or rc is None:
             return
@@ -361,7 +367,7 @@ class Receiver:
                 self._reply(flow, None, None, ACK, psn, NAK_SEQ_ERROR)
                 flow.res.naks_sent += 1
             elif psn >= 0 and self.cfg.ack:
-                self._reply(flow, None, None, ACK, psn)
+                self._reply(flow, None, None, ACK, psn, echo=echo)
                 flow.res.acks_sent += 1
         rc.replies.clear()
 
@@ -377,7 +383,7 @@ class Receiver:
         return flow.ep
 
     def _reply(self, flow: FlowState, frame: memoryview | None, at: RoceLayout | None, opcode: int,
-               psn: int, syndrome: int = 0) -> None:
+               psn: int, syndrome: int = 0, echo: bytes | None = None) -> None:
         template = flow.replies.get((opcode, syndrome))
         if template is None:
             ep = flow.ep if frame is None or at is None else self._endpoints(flow, frame, at)
@@ -385,8 +391,11 @@ class Receiver:
             template = FrameTemplate(build_frame(ep, opcode, becn=opcode == CNP,
                                                  syndrome=syndrome), stamped=False)
             flow.replies[(opcode, syndrome)] = template
+        reply: bytes | bytearray = template.render(psn)
+        if echo:
+            reply = add_echo(reply, echo)
         with contextlib.suppress(OSError):  # a full queue drops a reply, as a NIC would
-            self._tx.send(template.render(psn))
+            self._tx.send(reply)
 
     def _deliver(self, flow: FlowState, items: list[Delivery], now: float) -> None:
         """Assemble messages from packets the reorder buffer released in order."""
@@ -415,7 +424,11 @@ def _record_int(res: QPRecvResult, report: IntReport) -> None:
     res.int_packets += 1
     res.int_hops = [hop.to_dict() for hop in report.hops]
     deepest = res.int_qdepth_max
+    hist = res.int_qdepth_hist
     for i, hop in enumerate(report.hops):
+        counts = hist.setdefault(f"{hop.switch_id}:{hop.egress_port}", {})
+        depth = str(hop.qdepth)
+        counts[depth] = counts.get(depth, 0) + 1
         if i == len(deepest):
             deepest.append(hop.qdepth)
         elif hop.qdepth > deepest[i]:

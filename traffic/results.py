@@ -138,6 +138,8 @@ class QPRecvResult:
     int_packets: int = 0
     int_hops: list[dict[str, int]] = field(default_factory=list)
     int_qdepth_max: list[int] = field(default_factory=list)
+    # packets seen per queue depth, per "switch_id:egress_port" (depth as a string: JSON keys)
+    int_qdepth_hist: dict[str, dict[str, int]] = field(default_factory=dict)
     messages: list[MessageResult] = field(default_factory=list)
     bins: dict[int, Bin] = field(default_factory=dict)
 

@@ -2,7 +2,10 @@
 
 Each queue pair (QP) sends messages as RDMA WRITE (FIRST/MIDDLE/LAST, RETH on FIRST/ONLY) or
 SEND packets with consecutive PSNs, its own UDP source port (the ECMP entropy) and its own rate
-limiter, which DCQCN cuts on CNPs and recovers on its timers. PFC pause frames received on the
+limiter. Congestion control (`SenderConfig.cc`): DCQCN cuts the rate on CNPs and recovers on its
+timers (`traffic.dcqcn`); HPCC asks the switches for INT on every data packet and an ACK per
+packet, reads the records each ACK echoes (`traffic.echo`), keeps at most its window W in flight
+and paces at R = W/T (`traffic.hpcc`); "none" ignores CNPs. PFC pause frames received on the
 interface stop the data priority for the time they ask. Frames come from prebuilt templates
 (`traffic.frames.FrameTemplate`) and go out on an AF_PACKET socket.
 
@@ -28,13 +31,15 @@ from collections.abc import Callable
 
 from traffic import bpf, netutil, payload
 from traffic.dcqcn import Dcqcn, DcqcnParams
+from traffic.echo import read_echo
 from traffic.frames import ECN_ECT0, ECN_NOT_ECT, Endpoints, FrameTemplate, build_frame
-from traffic.gbn import PSN_MASK, Requester, is_nak
+from traffic.gbn import PSN_MASK, Requester, is_nak, unwrap
 from traffic.headers import ACK, CNP, INT_MAX_HOPS
+from traffic.hpcc import Hpcc, HpccParams
 from traffic.pfc import PauseState
 from traffic.results import QPSendResult, SendResult
 from traffic.sender_config import VERBS, QueuePairConfig, SenderConfig
-from traffic.wire import ETH_LEN, INT_HOP_LEN, IP_SRC, roce_layout
+from traffic.wire import ETH_LEN, INT_HOP_LEN, IP_SRC, RoceLayout, roce_layout
 
 __all__ = ["QueuePairConfig", "Sender", "SenderConfig", "run_sender"]
 
@@ -49,13 +54,23 @@ class _QP:
         self.cfg = cfg
         self.mtu = mtu
         self.dcqcn = dcqcn
+        self.hpcc: Hpcc | None = None
         self.rate = cfg.rate_bps
-        self.plan = _message_plan(cfg, ep, mtu)
+        hpcc = sender.congestion_control == "hpcc"
+        int_hops = cfg.int_hops or (INT_MAX_HOPS if hpcc else 0)  # HPCC needs the records
+        self.plan = _message_plan(cfg, ep, mtu, int_hops)
+        self.int_hops = int_hops
         self.lengths = [t.payload_len for t in self.plan]
         total = None if cfg.messages is None else cfg.messages * len(self.plan)
         self.gbn = Requester(total, sender.rto_s, sender.max_retries)
         self.reliable = sender.go_back_n
-        self.ack_every = sender.ack_every
+        self.ack_every = sender.ack_interval
+        if hpcc:
+            frame = max(len(t.buf) for t in self.plan)
+            params = sender.hpcc_params or HpccParams.scaled(cfg.rate_bps, sender.hpcc_rtt_s,
+                                                             packet_bytes=frame)
+            self.hpcc = Hpcc(params)
+            self.rate = min(cfg.rate_bps, self.hpcc.rate_bps)
         self.stamps: dict[int, int] = {}  # message number -> send time (ns) of its first packet
         self.next_t = 0.0
         self.res = QPSendResult(dst_ip=cfg.dst_ip, qpn=cfg.qpn, sport=ep.sport)
@@ -63,8 +78,20 @@ class _QP:
     def due(self) -> float:
         """When this QP next needs the loop: its next packet, or its retransmission timer."""
         gbn = self.gbn
-        send = self.next_t if gbn.has_to_send else float("inf")
+        ready = gbn.has_to_send if self.hpcc is None else self.can_send
+        send = self.next_t if ready else float("inf")
         return min(send, gbn.timer_due()) if self.reliable else send
+
+    @property
+    def can_send(self) -> bool:
+        """A packet is left to send and the window (HPCC's W, if any) has room for it."""
+        gbn = self.gbn
+        if not gbn.has_to_send:
+            return False
+        hpcc = self.hpcc
+        if hpcc is None or gbn.next == gbn.una:
+            return True
+        return (gbn.next - gbn.una) * hpcc.p.packet_bytes < hpcc.window  # frames in flight
 
     @property
     def finished(self) -> bool:
@@ -72,7 +99,8 @@ class _QP:
         return gbn.done if self.reliable else not gbn.has_to_send
 
 
-def _message_plan(cfg: QueuePairConfig, ep: Endpoints, mtu: int) -> list[FrameTemplate]:
+def _message_plan(cfg: QueuePairConfig, ep: Endpoints, mtu: int,
+                  int_hops: int) -> list[FrameTemplate]:
     """The frames of one message, as templates (MIDDLE shared by all middle packets)."""
     first_op, middle_op, last_op, only_op = VERBS[cfg.verb]
     size = cfg.message_bytes
@@ -82,7 +110,7 @@ def _message_plan(cfg: QueuePairConfig, ep: Endpoints, mtu: int) -> list[FrameTe
 
     def template(op: int, length: int, stamped: bool) -> FrameTemplate:
         frame = build_frame(ep, op, 0, bytes(length), dlen=size, rkey=cfg.qpn, tag=tag,
-                            int_hops=cfg.int_hops)
+                            int_hops=int_hops)
         return FrameTemplate(frame, stamped=stamped)
 
     if n == 1:
@@ -116,13 +144,13 @@ class Sender:
             ep = Endpoints(self.src_mac, mac, self.src_ip, qc.dst_ip, sport, qc.qpn,
                            config.dscp, ecn)
             dc = None
-            if config.dcqcn and qc.rate_bps > 0:
+            if config.congestion_control == "dcqcn" and qc.rate_bps > 0:
                 params = config.dcqcn_params or DcqcnParams.scaled(qc.rate_bps)
                 dc = Dcqcn(params, qc.rate_bps)
             self.qps.append(_QP(qc, ep, config.mtu_payload, dc, config))
         mtu = netutil.interface_mtu(config.iface)
         # INT records grow a packet on its way: it must still fit the links' MTU at the end
-        biggest = max(len(t.buf) + min(q.cfg.int_hops, INT_MAX_HOPS) * INT_HOP_LEN
+        biggest = max(len(t.buf) + min(q.int_hops, INT_MAX_HOPS) * INT_HOP_LEN
                       for q in self.qps for t in q.plan) - ETH_LEN
         if biggest > mtu:
             raise ValueError(f"packets of {biggest} B (IPv4) exceed the MTU {mtu} of "
@@ -158,7 +186,7 @@ class Sender:
         for qp in active:
             qp.next_t = t0
             qp.res.start = wall0
-            if qp.dcqcn:
+            if qp.dcqcn or qp.hpcc:
                 qp.res.rate_samples.append((0.0, qp.rate))
         send = self.tx.send
         prio = cfg.priority
@@ -176,7 +204,7 @@ class Sender:
                 gbn.on_timeout(now)
                 self._retire(qp, active, now + wall_off)
                 continue
-            if not gbn.has_to_send:  # everything sent: wait for ACKs or the timer
+            if not qp.can_send:  # everything sent or the window full: wait for ACKs or the timer
                 due = qp.due()
             elif self.pause.is_paused(prio, now):
                 due = max(due, self.pause.resume_at(prio))
@@ -313,6 +341,24 @@ class Sender:
                 qp.res.acks += 1
                 if qp.reliable:
                     qp.gbn.on_ack(psn, now)
+                if qp.hpcc is not None:
+                    self._on_echo(qp, frame, at, psn, t)
+
+    def _on_echo(self, qp: _QP, frame: bytes, at: RoceLayout, psn: int, t: float) -> None:
+        """HPCC: the window and rate from the records the ACK echoes."""
+        hpcc = qp.hpcc
+        assert hpcc is not None
+        report = read_echo(frame, at)
+        if report is None:
+            return
+        gbn = qp.gbn
+        hpcc.on_ack(unwrap(psn, gbn.una), gbn.sent_max, report.hops)
+        rate = min(qp.cfg.rate_bps, hpcc.rate_bps)
+        if rate != qp.rate:
+            qp.rate = rate
+            samples = qp.res.rate_samples
+            if not samples or abs(samples[-1][1] - rate) > 0.01 * samples[-1][1]:
+                samples.append((round(t, 6), rate))
 
     def _update_rates(self, t: float) -> None:
         for qp in self.qps:

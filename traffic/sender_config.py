@@ -17,7 +17,9 @@ from traffic.headers import (
     WRITE_MIDDLE,
     WRITE_ONLY,
 )
+from traffic.hpcc import HpccParams
 
+CC_ALGORITHMS = ("none", "dcqcn", "hpcc")  # SenderConfig.cc
 MAX_INT_HOPS = 255  # the shim's max_hops byte (switches stop at their own limit, 5)
 
 VERBS = {
@@ -73,8 +75,14 @@ class SenderConfig:
     ecn_capable: bool = True  # ECT(0) on data
     priority: int = 3  # PFC priority of the data
     link_bps: float = 100e6  # for PFC pause timing
+    # congestion control: "dcqcn" (cut on CNPs), "hpcc" (window and rate from the INT the ACKs
+    # echo; asks for INT and an ACK per packet unless int_hops / ack_every say otherwise) or
+    # "none"; None: `dcqcn` decides (True: "dcqcn", False: "none"), as before `cc` existed
+    cc: str | None = None
     dcqcn: bool = True
     dcqcn_params: DcqcnParams | None = None  # default: DcqcnParams.scaled(QP start rate)
+    hpcc_params: HpccParams | None = None  # default: HpccParams.scaled(QP start rate, hpcc_rtt_s)
+    hpcc_rtt_s: float = 0.005  # HPCC's base RTT T when hpcc_params is not given
     duration_s: float | None = None
     src_ip: str | None = None  # default: the interface's address
     src_mac: str | None = None
@@ -85,7 +93,9 @@ class SenderConfig:
     # catch up this much time at once; pauses and rate cuts never build up credit.
     max_burst_s: float = 0.005
     go_back_n: bool = True  # RC reliability: ACKs, NAKs, retransmission (traffic.gbn)
-    ack_every: int = 16  # ask for an ACK every this many packets (and at each message's end)
+    # ask for an ACK every this many packets (and at each message's end); None: 16, or 1 with
+    # HPCC (it reacts to every ACK's telemetry)
+    ack_every: int | None = None
     rto_s: float = 0.5  # retransmission timeout (doubles per consecutive expiry)
     max_retries: int = 7  # consecutive timeouts before the QP gives up
     pattern: bool = False  # payloads carry traffic.payload's pattern (receivers can check it)
@@ -93,10 +103,37 @@ class SenderConfig:
     # source, which the network cannot notice (tests of the receivers' payload check)
     corrupt_every: int = 0
 
+    @property
+    def congestion_control(self) -> str:
+        """The algorithm in force: `cc`, or what the older `dcqcn` flag says."""
+        if self.cc is not None:
+            return self.cc
+        return "dcqcn" if self.dcqcn else "none"
+
+    @property
+    def ack_interval(self) -> int:
+        """Packets per ACK request."""
+        if self.ack_every is not None:
+            return self.ack_every
+        return 1 if self.congestion_control == "hpcc" else 16
+
     def problems(self) -> list[str]:
         out = [p for qp in self.qps for p in qp.problems()]
-        if self.ack_every <= 0:
-            out.append(f"ACK interval must be > 0 packets, got {self.ack_every}")
+        if self.cc is not None and self.cc not in CC_ALGORITHMS:
+            out.append(f"congestion control must be one of {', '.join(CC_ALGORITHMS)}, "
+                       f"got {self.cc!r}")
+        if self.congestion_control == "hpcc":
+            if not self.go_back_n:
+                out.append("HPCC needs ACKs: it cannot run without go-back-N")
+            if self.hpcc_params is not None:
+                out += self.hpcc_params.problems()
+            elif self.hpcc_rtt_s <= 0:
+                out.append(f"HPCC base RTT must be > 0 s, got {self.hpcc_rtt_s}")
+            if any(qp.rate_bps <= 0 for qp in self.qps):
+                out.append("HPCC paces at W/T up to the QP's rate: unpaced QPs (rate 0) cannot "
+                           "use it")
+        if self.ack_interval <= 0:
+            out.append(f"ACK interval must be > 0 packets, got {self.ack_interval}")
         if self.rto_s <= 0:
             out.append(f"retransmission timeout must be > 0 s, got {self.rto_s}")
         if self.corrupt_every < 0:

@@ -18,6 +18,7 @@ from dataclasses import fields
 from typing import Any, TextIO
 
 from traffic.dcqcn import DcqcnParams
+from traffic.hpcc import HpccParams
 from traffic.receiver import ExpectedFlow, ReceiverConfig, run_receiver
 from traffic.sender import QueuePairConfig, SenderConfig, run_sender
 
@@ -35,6 +36,8 @@ def sender_config(d: dict[str, Any]) -> SenderConfig:
     d["qps"] = [QueuePairConfig(**_known(QueuePairConfig, q)) for q in d.get("qps", [])]
     if d.get("dcqcn_params"):
         d["dcqcn_params"] = DcqcnParams(**_known(DcqcnParams, d["dcqcn_params"]))
+    if d.get("hpcc_params"):
+        d["hpcc_params"] = HpccParams(**_known(HpccParams, d["hpcc_params"]))
     return SenderConfig(**d)
 
 

@@ -16,15 +16,21 @@ then lists both). Single-homed NICs keep every flow's ToR links certain (a dual-
 flows may arrive through either plane). A 1% loss needs `sch_netem`, which not every kernel has;
 the rate cut is what runs everywhere.
 
+While the port is still slowed, `fabric-lab diagnose` (`controller.diagnose`) probes the fabric
+with INT and reads its port counters: it must name the same link, as an egress serving below
+its link rate.
+
 Files: `iterations.csv` (per phase and iteration), `ranks.csv` (per phase and rank: own
 iteration), `verdict.csv` (per phase: the link named, the link degraded, whether they match,
-the port's packets); plots `iterations.png`, `ranks.png`.
+the port's packets; in the degraded phase also the link diagnose names first, its symptom and
+whether it is the degraded port); plots `iterations.png`, `ranks.png`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from controller.diagnose.run import diagnose
 from experiments.framework import Experiment, ExperimentError, RunContext, isolated, scaled_fabric
 from experiments.straggler.plots import plot
 from jobs.train import TrainOptions, TrainResult, iteration_rows, rank_rows
@@ -36,7 +42,7 @@ ITERATION_FIELDS = ["phase", "iteration", "iteration_s", "compute_s", "exposed_s
                     "communication_s", "slowest_nic", "slowest_rank_s", "fastest_rank_s"]
 RANK_FIELDS = ["phase", "rank", "nic", "own_iteration_s", "behind_fastest_s"]
 VERDICT_FIELDS = ["phase", "degraded_link", "named_link", "match", "named_packets", "tied",
-                  "why"]
+                  "why", "diagnosed_link", "diagnosed_symptom", "diagnose_match"]
 FRAME_BYTES = 1082  # a RoCEv2 WRITE frame of 1024 B payload on the wire
 PHASES = ("healthy", "degraded")
 
@@ -86,6 +92,10 @@ def run(ctx: RunContext) -> None:
             iterations += [{"phase": phase, **r} for r in iteration_rows(result)]
             ranks += [{"phase": phase, **r} for r in rank_rows(result)]
             verdicts.append(verdict_row(phase, result, (switch, victim)))
+            if phase == "degraded":  # the port still slowed: what INT and counters name
+                verdicts[-1].update(diagnose_row(lab, (switch, victim, port)))
+                ctx.progress(f"straggler: diagnose names {verdicts[-1]['diagnosed_link'] or 'nothing'}"
+                             f" ({verdicts[-1]['diagnosed_symptom']})")
             ctx.progress(f"straggler: {phase}: {verdicts[-1]['why']}")
     ctx.out.write_csv("iterations.csv", iterations, ITERATION_FIELDS)
     ctx.out.write_csv("ranks.csv", ranks, RANK_FIELDS)
@@ -101,6 +111,19 @@ def verdict_row(phase: str, result: TrainResult, degraded: tuple[str, str]) -> d
             "named_packets": verdict.packets if verdict and verdict.packets is not None else "",
             "tied": ";".join(f"{a}->{b}" for a, b in verdict.tied) if verdict else "",
             "why": verdict.describe(lambda r: result.ranks[r].nic) if verdict else ""}
+
+
+def diagnose_row(lab: JobFabric, degraded: tuple[str, str, int]) -> dict[str, Any]:
+    """`fabric-lab diagnose` on the running fabric: the link it names first, and whether that
+    is the degraded port's link, slow."""
+    spec = lab.spec
+    hosts = {nic.name: lab.session.host(nic.name) for nic in spec.host_nics()}
+    named = diagnose(spec, hosts, lab.session.target).named
+    if named is None:
+        return {"diagnosed_link": "", "diagnosed_symptom": "", "diagnose_match": 0}
+    switch, _victim, port = degraded
+    return {"diagnosed_link": named.link, "diagnosed_symptom": named.symptom,
+            "diagnose_match": int(named.symptom == "slow" and named.src == f"{switch}:{port}")}
 
 
 EXPERIMENT = Experiment(

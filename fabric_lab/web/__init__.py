@@ -5,7 +5,7 @@ and PFC pauses per port), per-flow throughput charts, the controller's events as
 and buttons that fail, restore or silently degrade a link and switch the load-balancing mode; with
 `fabric-lab train --web`, the job's panel. `layout` (the drawing as data), `monitor`
 (sampling), `actions` (the buttons), `server` (HTTP), `demo` (the demo's flows and state),
-`job` (the training job's panel).
+`job` (the training job's panel), `inband` (the INT panel: a flow's hops, `diagnose`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from controller.fabric import FabricController
 from fabric_lab.web.actions import ActionError, Actions
+from fabric_lab.web.inband import IntPanel
 from fabric_lab.web.job import JobView
 from fabric_lab.web.layout import fabric_json
 from fabric_lab.web.monitor import FabricMonitor, Sources
@@ -22,14 +23,17 @@ from fabric_lab.web.server import WebServer
 from targets import Target
 from topos.model import FabricSpec
 
-__all__ = ["ActionError", "Actions", "FabricMonitor", "JobView", "Sources", "WebServer",
+__all__ = ["ActionError", "Actions", "FabricMonitor", "IntPanel", "JobView", "Sources", "WebServer",
            "demo_attach", "fabric_json", "serve", "train_view", "up_view"]
 
 
 def serve(spec: FabricSpec, ctl: FabricController | None, *, target: Target | str,
-          sources: Sources, port: int = 0, lb=None) -> WebServer:
-    """A started web view of `spec` (stop() it); `lb(mode, gap)`: the CLI's mode switch."""
-    actions = Actions(spec, ctl, target, lb_handler=lb)
+          sources: Sources, port: int = 0, lb=None, inband: IntPanel | None = None) -> WebServer:
+    """A started web view of `spec` (stop() it); `lb(mode, gap)`: the CLI's mode switch;
+    `inband`: the INT panel (its state goes into the snapshot)."""
+    actions = Actions(spec, ctl, target, lb_handler=lb, inband=inband)
+    if inband is not None:
+        sources.inband = inband.state
     if sources.mode is None:
         sources.mode = actions.mode
     monitor = FabricMonitor(spec, ctl, target=target, sources=sources,
@@ -43,7 +47,8 @@ def up_view(spec: FabricSpec, ctl: FabricController, rc, prober, *, port: int, l
     """The web view while `fabric-lab up` holds the Mininet CLI."""
     sources = Sources(events=lambda: list(rc.events), isolated=lambda: set(prober.isolated),
                       status=lambda: "fabric up; the controller reroutes around failed links")
-    server = serve(spec, ctl, target=ctl.pipeline.target, sources=sources, port=port, lb=lb)
+    server = serve(spec, ctl, target=ctl.pipeline.target, sources=sources, port=port, lb=lb,
+                   inband=IntPanel(spec, ctl.pipeline.target))
     print(f"web view: {server.url} (this machine only)", file=out, flush=True)
     try:
         yield server

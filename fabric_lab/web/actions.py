@@ -3,7 +3,9 @@
 - `fail` / `restore`: `link_fail` / `link_restore` (the link's switch-side interface down / up);
 - `degrade`: `link_drop` (a silent drop of PERCENT of the frames; 0 stops it);
 - `lb`: the CLI's `lb MODE` when the caller hands over its handler (`fabric-lab up`), else what
-  `fabric-lab lb --mode MODE` does (the mode's program on every switch, routes, knobs).
+  `fabric-lab lb --mode MODE` does (the mode's program on every switch, routes, knobs);
+- `int` / `diagnose`: the INT panel's trace of one flow and `fabric-lab diagnose`
+  (`fabric_lab.web.inband`), when the view has the panel.
 The controller's own loops see the results as they would after the CLI commands.
 """
 
@@ -17,6 +19,7 @@ from controller.fabric import FabricController, ProgrammingError
 from controller.lb import MODES, LbError, LoadBalancing
 from controller.p4rt import P4RuntimeError
 from controller.pipeline import PipelineError
+from fabric_lab.web.inband import IntPanel
 from targets import Target
 from topos.errors import FabricLabError
 from topos.mininet.failures import LinkError, find_link, link_name, set_link, set_silent_drop
@@ -34,6 +37,7 @@ class Actions:
     target: Target | str = "p4switch"
     lb_handler: Callable[[str | None, int | None], list[str]] | None = None
     degraded: dict[str, float] = field(default_factory=dict)  # link -> percent dropped
+    inband: IntPanel | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def mode(self) -> str:
@@ -42,6 +46,13 @@ class Actions:
     def run(self, request: dict) -> str:
         """Carry out one request of the page; returns what was done (as the CLI says it)."""
         action = request.get("action")
+        if action in ("int", "diagnose"):  # measures, changes nothing: not under the lock
+            if self.inband is None:
+                raise ActionError("this view has no INT panel")
+            try:
+                return self.inband.run(request)
+            except FabricLabError as err:
+                raise ActionError(str(err)) from None
         with self._lock:  # one change of the fabric at a time
             if action == "lb":
                 return self._lb(str(request.get("mode", "")))

@@ -1,5 +1,6 @@
 """The web view during `fabric-lab demo --web`: the demo's flows for the charts, its phase for
-the status line, its controller events across pauses."""
+the status line, its controller events across pauses; the INT panel (a flow's hops, `diagnose`
+during a stage) probes from the demo's hosts."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import contextlib
 import time
 from collections.abc import Iterator
 
-from fabric_lab.web import serve
+from fabric_lab.web import IntPanel, serve
 from fabric_lab.web.monitor import Sources
 from fabric_lab.web.server import WebServer
 
@@ -51,7 +52,9 @@ def attach(port: int, target: str):
         sources = Sources(events=events, isolated=isolated, status=state.text,
                           flows=lambda: (flow_series(state.run, state.nominal_mbps)
                                          if state.run else None))
-        server = serve(lab.spec, lab.ctl, target=target, sources=sources, port=port)
+        hosts = {nic.name: lab.session.host(nic.name) for nic in lab.spec.host_nics()}
+        server = serve(lab.spec, lab.ctl, target=target, sources=sources, port=port,
+                       inband=IntPanel(lab.spec, target, lambda: hosts))
         state.notes.append(f"web view: {server.url} (this machine only)")
         print(state.notes[-1], flush=True)
         try:

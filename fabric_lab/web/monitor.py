@@ -45,6 +45,7 @@ class Sources:
     status: Callable[[], str] = str  # one line: what is happening
     mode: Callable[[], str] | None = None  # load-balancing mode (None: the controller's)
     job: Callable[[], dict | None] = lambda: None  # a training job's panel (fabric_lab.web.job)
+    inband: Callable[[], dict | None] = lambda: None  # the INT panel (fabric_lab.web.inband)
 
 
 @dataclass
@@ -254,4 +255,5 @@ class FabricMonitor:
         mode = self.sources.mode() if self.sources.mode else ""
         return {"t": time.time(), "status": self.sources.status(), "mode": mode,
                 "target": self.target.name, "links": links, "ports": ports, "flows": flows,
-                "events": events, "errors": list(self.errors), "job": self.sources.job()}
+                "events": events, "errors": list(self.errors), "job": self.sources.job(),
+                "int": self.sources.inband()}

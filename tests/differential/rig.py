@@ -204,23 +204,33 @@ Emitted = list[tuple[int, bytes]]  # (egress port, frame) in arrival order
 
 def exchange(rigs: list[Rig], port: int, frames: list[bytes], quiet: float = 0.3) -> list[Emitted]:
     """Send `frames` one after the other into `port` of every rig (the same frame to all rigs
-    at once) and collect what each rig emits until no rig has emitted anything for `quiet`
-    seconds after the last frame was sent. One list per rig."""
+    at once) and collect what each rig emits. One list per rig; see `inject` for the timing."""
     return inject(rigs, [lambda r, f=frame: r.socks[port].send(f) for frame in frames], quiet)
+
+
+SETTLED = 0.05  # s of silence after every rig answered a frame: the next frame may go
 
 
 def inject(rigs: list[Rig], sends: list[Callable[[Rig], object]],
            quiet: float = 0.3) -> list[Emitted]:
-    """`exchange` with any way of sending: each of `sends` is called with every rig in turn."""
+    """`exchange` with any way of sending: each of `sends` is called with every rig in turn.
+
+    The next send waits until every rig has emitted something for this one and then nothing
+    for `SETTLED` seconds, or, when a rig emits nothing (a drop), until no rig has emitted
+    anything for `quiet` seconds. After the last send it always waits `quiet`, so a late extra
+    frame is still collected."""
     out: list[Emitted] = [[] for _ in rigs]
     where = {sock.fileno(): (i, p) for i, r in enumerate(rigs) for p, sock in r.socks.items()}
     socks = {sock.fileno(): sock for r in rigs for sock in r.socks.values()}
-    for send in sends:
+    for n, send in enumerate(sends):
         for r in rigs:
             send(r)
         last = time.monotonic()
+        before = [len(o) for o in out]
+        final = n == len(sends) - 1
         while True:
-            left = last + quiet - time.monotonic()
+            answered = not final and all(len(o) > b for o, b in zip(out, before, strict=True))
+            left = last + (SETTLED if answered else quiet) - time.monotonic()
             if left <= 0:
                 break
             ready, _, _ = select.select(list(socks), [], [], left)

@@ -158,7 +158,7 @@ def test_a_dual_homed_nic_keeps_sending_through_its_other_tor(lab):
 def _losses(lab: FailoverLab, link: str) -> str:
     """What the probes measured on `link` in their last rounds (for a failure's message)."""
     return "; ".join(",".join(f"{d.src}->{d.dst} {d.lost}/{d.sent}" for d in r.directions
-                              if d.link == link) for r in lab.prober.rounds[-6:])
+                              if d.link == link) for r in list(lab.prober.rounds)[-6:])
 
 
 def test_the_probes_find_and_isolate_a_silently_dropping_link_and_give_it_back(lab):

@@ -27,6 +27,10 @@ def test_straggler_names_the_degraded_link(tmp_path):
     assert degraded["named_link"] == degraded["degraded_link"], degraded["why"]
     assert int(degraded["named_packets"]) > 0
     assert verdict["healthy"]["named_link"] == "", verdict["healthy"]["why"]
+    assert degraded["diagnosed_link"].startswith("gxta-s1r1:")  # the ToR's port to the NIC
+    assert degraded["diagnosed_link"].endswith(" -> gxh3n1:0")
+    assert degraded["diagnosed_symptom"] == "slow"
+    assert degraded["diagnose_match"] == "1"  # fabric-lab diagnose names the same port
     its = {r["phase"]: float(r["iteration_s"]) for r in result.read_csv("iterations.csv")}
     assert its["degraded"] > its["healthy"]
     ranks = result.read_csv("ranks.csv")

@@ -16,7 +16,7 @@ from fabric_lab.labkit import LABS, P4SRC, SOLUTIONS, lab, labs, run_checks
 
 ROOT = Path(__file__).resolve().parents[2]
 ORDER = ["01-ecmp", "02-flowlet", "03-dlb", "04-ecn", "05-pfc", "06-failover", "07-fabrics",
-         "08-pfc-deadlock", "09-collectives"]
+         "08-pfc-deadlock", "09-collectives", "10-hpcc"]
 
 
 def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:

@@ -80,6 +80,12 @@ def test_up_serves_the_web_view_while_the_cli_runs(tmp_path):
         wait_until(lambda: link_state() == "up", 10, f"{link} up again")
         wait_until(lambda: any(e["link"] == link and e["up"] and e["reroute_ms"] is not None
                                for e in state()["events"]), 10, "the restore event")
+        src, dst = spec.host_nics()[0].name, spec.host_nics()[-1].name  # the INT panel's trace
+        traced = _post(url, token, {"action": "int", "src": src, "dst": dst})
+        assert traced["ok"], traced
+        hops = state()["int"]["flow"]["hops"]
+        assert [h["switch"] for h in hops][0::2] == [f"{PREFIX}leaf0", f"{PREFIX}leaf1"]
+        assert hops[-1]["link"] == link_name(find_link(spec, f"{PREFIX}leaf1", dst))
         proc.stdin.write("exit\n")
         proc.stdin.flush()
         rest, _ = proc.communicate(timeout=60)

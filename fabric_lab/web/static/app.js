@@ -255,6 +255,43 @@ function updateJob(job) {
   }));
 }
 
+function updateInt(section) {
+  const panel = document.getElementById("int-panel");
+  panel.hidden = !section;  // only where the view can send probes (`fabric-lab up --web`)
+  if (!section) return;
+  for (const id of ["int-src", "int-dst"]) {
+    const sel = document.getElementById(id);
+    if (sel.options.length) continue;
+    for (const nic of section.nics) {
+      const opt = document.createElement("option");
+      opt.value = opt.textContent = nic;
+      sel.appendChild(opt);
+    }
+    if (id === "int-dst" && section.nics.length > 1) sel.value = section.nics[section.nics.length - 1];
+  }
+  const d = section.diagnosis, named = d && d.named ? d.named : null;
+  document.querySelectorAll("#fabric .link").forEach(line =>
+    line.classList.toggle("named", !!named && line.dataset.link === named.link_name));
+  document.getElementById("int-diagnosis").textContent = !d ? ""
+    : named ? `diagnose named ${named.link} (${named.symptom}, score ${named.score}): ${named.text}`
+    : `diagnose: no bad link found (${d.arrived} of ${d.sent} probes arrived)`;
+  const f = section.flow;
+  document.getElementById("int-flow").textContent = !f ? "no flow traced yet"
+    : `${f.src} → ${f.dst} (UDP source port ${f.sport}): ${f.arrived} of ${f.sent} probes arrived`;
+  const body = document.querySelector("#int-hops tbody");
+  body.replaceChildren(...(f ? f.hops : []).map((h, i) => {
+    const tr = document.createElement("tr");
+    tr.classList.toggle("named", !!named && named.link_name === h.link);
+    for (const v of [i + 1, h.switch, h.ingress_port, h.egress_port, h.link, h.link_mbps, h.qdepth,
+                     h.hop_latency_us, `${h.qdepth_max} / ${h.hop_latency_max_us}`]) {
+      const td = document.createElement("td");
+      td.textContent = String(v);
+      tr.appendChild(td);
+    }
+    return tr;
+  }));
+}
+
 function onState(s) {
   const status = document.getElementById("status");
   status.textContent = s.status || "running";
@@ -268,6 +305,7 @@ function onState(s) {
   updateChart(s.flows);
   updateEvents(s.events);
   updateJob(s.job);
+  updateInt(s.int);
   document.body.dataset.updates = String(Number(document.body.dataset.updates || 0) + 1);
 }
 
@@ -297,6 +335,10 @@ async function main() {
     action: "degrade", link: state.selected, percent: Number(document.getElementById("drop-percent").value) }));
   document.getElementById("btn-lb").addEventListener("click", () => act({
     action: "lb", mode: document.getElementById("lb-mode").value }));
+  document.getElementById("btn-int").addEventListener("click", () => act({
+    action: "int", src: document.getElementById("int-src").value,
+    dst: document.getElementById("int-dst").value }));
+  document.getElementById("btn-diagnose").addEventListener("click", () => act({ action: "diagnose" }));
   const stream = new EventSource("/api/stream");
   stream.onmessage = msg => {
     try {

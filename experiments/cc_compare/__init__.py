@@ -1,0 +1,1 @@
+"""Congestion control compared (none, DCQCN, HPCC): `experiment`, `trial`, `plots`."""
