@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import faulthandler
 import importlib
+import signal
 import sys
 
 from p4switch.frontend.diagnostics import P4CompileError
@@ -56,6 +59,8 @@ def expected_error(err: BaseException) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    with contextlib.suppress(ValueError, OSError):  # not the main thread / no stderr
+        faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1`: where it hangs
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

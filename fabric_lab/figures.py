@@ -195,6 +195,19 @@ def rails_keep_the_allreduce_low(run: ResultDir) -> str:
                     f"{float(clos['agg_bytes']):.0f}")
 
 
+def hpcc_keeps_the_queue_short(run: ResultDir) -> str:
+    p99 = {(r["pattern"], r["cc"]): float(r["bottleneck_queue_p99"])
+           for r in run.read_csv("summary.csv")}
+    patterns = sorted({pattern for pattern, _ in p99})
+    if not patterns:
+        raise ClaimFailed("no rows in summary.csv")
+    return _require(all(p99[(p, "hpcc")] < min(p99[(p, "dcqcn")], p99[(p, "none")])
+                        for p in patterns),
+                    "; ".join(f"{p} queue p99: none {p99[(p, 'none')]:.0f}, dcqcn "
+                              f"{p99[(p, 'dcqcn')]:.0f}, hpcc {p99[(p, 'hpcc')]:.0f} packets"
+                              for p in patterns))
+
+
 # -- the declarations --------------------------------------------------------------------------
 
 # Runs that take a name prefix get one (and ports apart) so that they can share the machine.
@@ -207,6 +220,7 @@ RUNS: dict[str, Run] = {run.experiment: run for run in (
     Run("pfc-deadlock"),
     Run("topology-aware", _APART),
     Run("rail-vs-clos", _APART),
+    Run("cc-compare", _APART),
 )}
 
 FIGURES: tuple[Figure, ...] = (
@@ -258,6 +272,11 @@ FIGURES: tuple[Figure, ...] = (
            "on HPN 7.0 the hierarchical allreduce sends at most 3/4 of the bytes into the "
            "aggregation layer that it sends on the Clos",
            rails_keep_the_allreduce_low),
+    Figure("cc-compare-queues", "cc-compare", "queues.png",
+           ("docs/mechanisms/hpcc.md", "labs/10-hpcc/README.md"),
+           "in the incast and in the all-to-all, HPCC's bottleneck queue p99 is below DCQCN's "
+           "and below that of no congestion control",
+           hpcc_keeps_the_queue_short),
 )
 
 

@@ -4,9 +4,11 @@ never pick up another area's helpers)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import select
+import signal
 import subprocess
 import sys
 import threading
@@ -61,7 +63,17 @@ class Lab:
         """Wait for the exit (closing stdin first) and collect the rest of the output."""
         if self.proc.stdin is not None and not self.proc.stdin.closed:
             self.proc.stdin.close()
-        rc = self.proc.wait(timeout)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:  # where it hangs: fabric-lab dumps its threads on USR1
+            self.proc.send_signal(signal.SIGUSR1)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(2)
+            self.kill()
+            with contextlib.suppress(queue.Empty):  # a child of it may hold the pipe open
+                while (line := self._queue.get(timeout=1)) is not None:
+                    self.lines.append(line)
+            raise AssertionError(f"still running {timeout} s later:\n{self.output}") from None
         while (line := self._queue.get(timeout=timeout)) is not None:
             self.lines.append(line)
         return rc
