@@ -273,7 +273,7 @@ FIGURES: tuple[Figure, ...] = (
            "aggregation layer that it sends on the Clos",
            rails_keep_the_allreduce_low),
     Figure("cc-compare-queues", "cc-compare", "queues.png",
-           ("docs/mechanisms/hpcc.md", "labs/10-hpcc/README.md"),
+           ("docs/mechanisms/hpcc.md", "docs/mechanisms/int.md", "labs/10-hpcc/README.md"),
            "in the incast and in the all-to-all, HPCC's bottleneck queue p99 is below DCQCN's "
            "and below that of no congestion control",
            hpcc_keeps_the_queue_short),

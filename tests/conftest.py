@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 
 import pytest
+
+# Tests press Ctrl-C on the runs they start (SIGINT). A shell starts a background job with SIGINT
+# ignored, and ignored signals are inherited: the runs would not hear it. Handled, it is reset to
+# the default in every child, as in a terminal.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _bmv2_available() -> bool:

@@ -13,7 +13,7 @@ its ICRC. It rides in the RoCE payload, so switches neither see nor extend it.
 from __future__ import annotations
 
 from traffic.frames import compute_icrc, set_ipv4_checksum
-from traffic.inband import HopRecord, IntReport, int_shim_at
+from traffic.inband import IntReport, int_shim_at, read_shim
 from traffic.wire import (
     ETH_LEN,
     ICRC_LEN,
@@ -28,7 +28,7 @@ from traffic.wire import (
 )
 
 _IP_LEN, _UDP_LEN = IPV4["len"].span, UDP_HDR["len"].span
-_FLAGS, _MAX_HOPS, _HOP_COUNT = (INT_SHIM[f].at for f in ("flags", "max_hops", "hop_count"))
+_HOP_COUNT = INT_SHIM["hop_count"].at
 
 
 def int_echo_of(frame: bytes | bytearray | memoryview) -> bytes | None:
@@ -70,6 +70,4 @@ def read_echo(frame: bytes | bytearray | memoryview, at: RoceLayout) -> IntRepor
     count = frame[start + _HOP_COUNT]
     if end - start < INT_SHIM_LEN + count * INT_HOP_LEN:
         return None
-    first = start + INT_SHIM_LEN
-    hops = tuple(HopRecord.decode(frame, first + i * INT_HOP_LEN) for i in reversed(range(count)))
-    return IntReport(frame[start + _MAX_HOPS], frame[start + _FLAGS], hops)
+    return read_shim(frame, start)

@@ -89,6 +89,14 @@ def int_shim_at(frame: bytes | bytearray | memoryview) -> int:
     return at if proto == INT_IP_PROTO and len(frame) >= at + INT_SHIM.length else -1
 
 
+def read_shim(frame: bytes | bytearray | memoryview, at: int) -> IntReport:
+    """What the INT shim at `at` and the records after it say (the caller checked that the
+    frame holds them all), records in path order."""
+    hops = tuple(HopRecord.decode(frame, at + INT_SHIM.length + i * INT_HOP_LEN)
+                 for i in reversed(range(frame[at + _HOP_COUNT])))
+    return IntReport(frame[at + _MAX_HOPS], frame[at + _FLAGS], hops)
+
+
 def strip_int(frame: bytes | bytearray | memoryview) -> tuple[bytes, IntReport | None]:
     """The frame without its INT shim and records (IPv4 protocol chain and length restored,
     checksum recomputed) and what they said; a frame without INT comes back unchanged, None."""
@@ -99,9 +107,7 @@ def strip_int(frame: bytes | bytearray | memoryview) -> tuple[bytes, IntReport |
     count = frame[at + _HOP_COUNT]
     if len(frame) < at + size:
         raise ValueError(f"INT shim announces {count} records, the frame ends before them")
-    hops = tuple(HopRecord.decode(frame, at + INT_SHIM.length + i * INT_HOP_LEN)
-                 for i in reversed(range(count)))
-    report = IntReport(frame[at + _MAX_HOPS], frame[at + _FLAGS], hops)
+    report = read_shim(frame, at)
     ihl = (frame[ETH_LEN] & IP_IHL_MASK) * 4
     ip = bytearray(frame[ETH_LEN : ETH_LEN + ihl])
     between = bytearray(frame[ETH_LEN + ihl : at])  # the reorder tag, if any

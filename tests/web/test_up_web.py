@@ -83,7 +83,11 @@ def test_up_serves_the_web_view_while_the_cli_runs(tmp_path):
         src, dst = spec.host_nics()[0].name, spec.host_nics()[-1].name  # the INT panel's trace
         traced = _post(url, token, {"action": "int", "src": src, "dst": dst})
         assert traced["ok"], traced
-        hops = state()["int"]["flow"]["hops"]
+        def traced_flow() -> dict | None:  # the page's state is up to 0.2 s old (a cache)
+            return (state()["int"] or {}).get("flow")
+
+        wait_until(lambda: traced_flow() is not None, 5, "the trace in the page's state")
+        hops = traced_flow()["hops"]
         assert [h["switch"] for h in hops][0::2] == [f"{PREFIX}leaf0", f"{PREFIX}leaf1"]
         assert hops[-1]["link"] == link_name(find_link(spec, f"{PREFIX}leaf1", dst))
         proc.stdin.write("exit\n")
