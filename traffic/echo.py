@@ -31,9 +31,11 @@ _IP_LEN, _UDP_LEN = IPV4["len"].span, UDP_HDR["len"].span
 _HOP_COUNT = INT_SHIM["hop_count"].at
 
 
-def int_echo_of(frame: bytes | bytearray | memoryview) -> bytes | None:
-    """The INT shim and records of a data frame (as received, before `strip_int`), or None."""
-    at = int_shim_at(frame)
+def int_echo_of(frame: bytes | bytearray | memoryview, at: int | None = None) -> bytes | None:
+    """The INT shim and records of a data frame (as received, before `strip_int`), or None;
+    `at`: where the shim starts, if the caller has found it (`int_shim_at`)."""
+    if at is None:
+        at = int_shim_at(frame)
     if at < 0:
         return None
     size = int_shim_len(frame, at)

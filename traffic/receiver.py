@@ -186,8 +186,9 @@ class Receiver:
         """One received frame: (INT records stripped) -> decode -> (go-back-N admission) ->
         account -> reply -> reorder."""
         telemetry = self._echo = None
-        if frame[IP_PROTO_AT] in _SHIM_PROTOS and int_shim_at(frame) >= 0:
-            self._echo = int_echo_of(frame)
+        shim = int_shim_at(frame) if frame[IP_PROTO_AT] in _SHIM_PROTOS else -1
+        if shim >= 0:
+            self._echo = int_echo_of(frame, shim)
             try:
                 stripped, telemetry = strip_int(frame)
             except ValueError:  # records cut short: not a packet the sender built
