@@ -15,16 +15,24 @@ For p4src/ecmp.p4 and p4src/dlb.p4, on each target, with UDP frames of 64 B and 
 - CPU per forwarded packet: the switch process's utime + stime (/proc/<pid>/stat) over the flood
   run, divided by the frames it forwarded; RSS: the switch process's VmRSS after the runs.
 
-Also the start-up time (process start to gRPC accepting, `--no-p4`). The last column is the ratio
-p4switch / BMv2. Without BMv2 (simple_switch_grpc and p4c-bm2-ss on PATH) its columns say so.
+Also the start-up time (process start to gRPC accepting, `--no-p4`). Without BMv2
+(simple_switch_grpc and p4c-bm2-ss on PATH) its columns say so.
+
+The kernel's own limit on the same veth pairs, measured by the same harness: no switch process,
+a `tc` ingress filter on port 1 redirecting every frame to port 2's egress (`mirred egress
+redirect`), so the frame crosses the kernel as it does through a switch but no user space runs
+(its CPU is the sender's softirq work, not a process's: that cell is empty). Where the kernel
+forwards everything offered, the sender, not the kernel, is the limit, and the bench says so.
 
     sudo .venv/bin/python bench/switch_pps.py [--programs ecmp,dlb] [--sizes 64,1000]
         [--rates 5000,10000,...] [--seconds 2] [--tries 2] [--flood 3] [--latency 2]
+        [--no-kernel]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import socket
@@ -37,7 +45,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "bench")]
 
-from switch_pps_io import Bench, drain, run_rate, run_traffic  # noqa: E402
+from switch_pps_io import Bench, drain, run_rate, run_traffic, sh  # noqa: E402
 
 from topos.mininet.procs import accepts  # noqa: E402
 
@@ -130,9 +138,23 @@ def program_route(addr: str, pipeline) -> None:
             client.write([update])
 
 
-def measure(bench: Bench, proc: subprocess.Popen, size: int, args) -> dict[str, float]:
-    """Every figure for one frame size on a running, programmed switch: latency first (idle
-    switch), then the paced ladder, then the flood; the switch's backlog drains after it."""
+@contextlib.contextmanager
+def kernel_redirect(src: str, dst: str):
+    """Every frame arriving on `src` sent out of `dst` by the kernel (tc ingress, u32 match
+    all, mirred egress redirect); removed on exit."""
+    sh("tc", "qdisc", "add", "dev", src, "ingress")
+    try:
+        sh("tc", "filter", "add", "dev", src, "parent", "ffff:", "protocol", "all", "u32",
+           "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", dst)
+        yield
+    finally:
+        subprocess.run(["tc", "qdisc", "del", "dev", src, "ingress"], capture_output=True)
+
+
+def measure(bench: Bench, proc: subprocess.Popen | None, size: int, args) -> dict[str, float]:
+    """Every figure for one frame size on a running, programmed switch (None: the kernel's
+    redirect, no process): latency first (idle switch), then the paced ladder, then the flood;
+    the switch's backlog drains after it."""
     tx, rx = bench.ns
     out: dict[str, float] = {}
     drain(rx)
@@ -146,13 +168,14 @@ def measure(bench: Bench, proc: subprocess.Popen, size: int, args) -> dict[str, 
         best = rate
     out["lossless_pps"] = best
     drain(rx)
-    cpu0 = cpu_seconds(proc.pid)
+    cpu0 = cpu_seconds(proc.pid) if proc is not None else 0.0
     sent, took, got, span, _, _ = run_traffic(tx, rx, 0, args.flood, size)
-    cpu = cpu_seconds(proc.pid) - cpu0
+    cpu = cpu_seconds(proc.pid) - cpu0 if proc is not None else float("nan")
     out["offered_pps"] = sent / took
     out["max_pps"] = (got - 1) / span if got > 1 and span > 0 else 0.0
+    out["lost_in_flood"] = sent - got
     out["cpu_us_per_pkt"] = cpu / got * 1e6 if got else float("nan")
-    out["rss_mb"] = rss_mb(proc.pid)
+    out["rss_mb"] = rss_mb(proc.pid) if proc is not None else float("nan")
     drain(rx)
     return out
 
@@ -166,22 +189,40 @@ ROWS = (("max_pps", "forwarded pps, flood sender", "{:.0f}"),
         ("rss_mb", "switch RSS, MB", "{:.0f}"))
 
 
-def report(program: str, size: int, figures: dict[str, dict[str, float] | str]) -> None:
+def _cell(figures: dict[str, float] | str | None, key: str, fmt: str) -> str:
+    if not isinstance(figures, dict):
+        return figures or "-"
+    value = figures[key]
+    return "-" if value != value else fmt.format(value)  # NaN: not measured for this target
+
+
+def _ratio(a: dict[str, float] | str | None, b: dict[str, float] | str | None, key: str) -> str:
+    if isinstance(a, dict) and isinstance(b, dict) and b[key] and a[key] == a[key] \
+            and b[key] == b[key]:  # neither is NaN
+        return f"{a[key] / b[key]:.2f}"
+    return "-"
+
+
+def report(program: str, size: int, figures: dict[str, dict[str, float] | str],
+           kernel: dict[str, float] | None) -> None:
+    """The table for one program and frame size: p4switch, BMv2, the kernel's redirect."""
     print(f"\n{program}.p4, {size} B frames")
-    print(f"  {'':34}{'p4switch':>12}{'BMv2':>15}{'p4switch/BMv2':>15}")
+    print(f"  {'':34}{'p4switch':>12}{'BMv2':>15}{'p4switch/BMv2':>15}{'kernel':>12}"
+          f"{'p4switch/kernel':>17}")
     a, b = figures["p4switch"], figures["bmv2"]
     for key, label, fmt in ROWS:
-        left = fmt.format(a[key]) if isinstance(a, dict) else a
-        right = fmt.format(b[key]) if isinstance(b, dict) else b
-        ratio = (f"{a[key] / b[key]:.2f}" if isinstance(a, dict) and isinstance(b, dict)
-                 and b[key] else "-")
-        print(f"  {label:34}{left:>12}{right:>15}{ratio:>15}")
+        print(f"  {label:34}{_cell(a, key, fmt):>12}{_cell(b, key, fmt):>15}"
+              f"{_ratio(a, b, key):>15}{_cell(kernel, key, fmt):>12}"
+              f"{_ratio(a, kernel, key):>17}")
     if isinstance(a, dict) and isinstance(b, dict):
         verdicts = [f"{label} x{a[key] / b[key]:.2f} "
                     f"({'met' if a[key] >= TARGET * b[key] else 'NOT met'})"
                     for key, label in (("max_pps", "forwarded"), ("lossless_pps", "lossless"))
                     if b[key]]
         print(f"  target p4switch >= {TARGET} x BMv2: " + "; ".join(verdicts))
+    if kernel is not None and kernel["lost_in_flood"] <= 0.001 * kernel["offered_pps"]:
+        print("  the kernel forwarded everything the flood sender offered: its limit is higher "
+              "than this harness can show")
 
 
 def bmv2_missing() -> str:
@@ -202,6 +243,8 @@ def main() -> int:
                    "shared machine stalls the switch now and then)")
     p.add_argument("--flood", type=float, default=3.0, help="seconds of the flood run")
     p.add_argument("--latency", type=float, default=2.0, help="seconds of stamped frames")
+    p.add_argument("--no-kernel", action="store_true",
+                   help="skip the kernel's own limit (tc mirred redirect)")
     args = p.parse_args()
     if os.geteuid() != 0:
         print("switch_pps: needs root (namespaces, raw sockets)", file=sys.stderr)
@@ -224,6 +267,11 @@ def main() -> int:
                 proc, _, seconds = start_switch(target, ports, log)
                 stop(proc)
                 print(f"start-up to gRPC ready (--no-p4), {target}: {seconds:.3f} s")
+            kernel: dict[int, dict[str, float]] = {}
+            if not args.no_kernel:
+                with kernel_redirect(p1, p2):
+                    for size in map(int, args.sizes.split(",")):
+                        kernel[size] = measure(bench, None, size, args)
             for program in args.programs.split(","):
                 figures: dict[int, dict[str, dict[str, float] | str]] = {}
                 for target in TARGETS:
@@ -241,7 +289,7 @@ def main() -> int:
                     finally:
                         stop(proc)
                 for size, by_target in figures.items():
-                    report(program, size, by_target)
+                    report(program, size, by_target, kernel.get(size))
     finally:
         bench.cleanup()
     print(f"\nload average {os.getloadavg()[0]:.2f} at the end")

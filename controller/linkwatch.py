@@ -7,6 +7,8 @@ interfaces) and reports each change once. Polling every 200 ms matches BMv2's ow
 
 from __future__ import annotations
 
+import json
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,6 +26,27 @@ def interface_up(intf: str) -> bool | None:
     except OSError:
         return None
     return state in ("up", "unknown")  # veths report "up"; some drivers only "unknown"
+
+
+def interface_rx_packets(intf: str) -> int | None:
+    """Frames the kernel has received on `intf` (its statistics), None when it is not here."""
+    try:
+        return int((SYS_NET / intf / "statistics" / "rx_packets").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def root_queue_drops() -> dict[str, int]:
+    """Per interface in this namespace, the frames its root qdisc dropped so far (a shaped
+    link's queue overflowing: congestion); {} when tc cannot tell."""
+    try:
+        done = subprocess.run(["tc", "-s", "-j", "qdisc", "show"], capture_output=True,
+                              text=True, timeout=5, check=True)
+        qdiscs = json.loads(done.stdout or "[]")
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return {}
+    return {q["dev"]: int(q.get("drops", 0)) for q in qdiscs
+            if isinstance(q, dict) and q.get("root") and "dev" in q}
 
 
 class LinkWatcher:

@@ -4,11 +4,17 @@ Every round (`period`), the prober reads every switch's per-port packet counters
 switch) and sends `probes` frames by P4Runtime packet-out out of both ends of every
 switch-to-switch link (ethertype 0x88B5, dropped by the far switch's pipeline after its ingress
 port counter has counted them). For each direction A:p -> B:q, the frames A's egress counted on p
-since the previous round and B's ingress did not count on q were lost on the wire. Judging a
-whole period at a time keeps the error of reading two switches at slightly different moments
-small against what crossed the link. Probes keep idle links measured; busy links
-are measured with their traffic too. This uses only packet-out and counters, so it runs on p4switch
-and BMv2 alike.
+since the previous round, less those p's link queue dropped (its root qdisc's drops: congestion,
+not a fault), and B's interface did not receive were lost on the link. What B's interface
+received is the kernel's count (`/sys/class/net/<q>/statistics`) where the interface is in the
+controller's namespace, as Mininet keeps switch ports: a switch starved of CPU, which leaves
+frames in its receive ring or drops them there, or which sends its backlog in one burst that
+overflows its link's queue, is then not taken for a lossy link (that once isolated a leaf's last
+uplink on a loaded machine). Elsewhere (another server's switch) it is B's ingress counter on q
+and no queue drop is known. Judging a whole period at a time keeps the error of reading the
+ends at slightly different moments small against what crossed the link. Probes keep idle links
+measured; busy links are measured with their traffic too. This uses only packet-out, counters
+and the kernel's interface statistics, so it runs on p4switch and BMv2 alike.
 
 A direction is bad in a round when it lost at least `min_lost` frames in that round and, over
 that round and the `bad_rounds - 1` before it together, at least `min_lost` frames and
@@ -28,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from controller.fabric import FabricController
-from controller.linkwatch import interface_up
+from controller.linkwatch import interface_rx_packets, interface_up, root_queue_drops
 from controller.periodic import Periodic
 from controller.schema import encode
 from topos.model import Link
@@ -36,6 +42,9 @@ from topos.model import Link
 log = logging.getLogger(__name__)
 PROBE_ETHERTYPE = 0x88B5
 Counters = dict[int, int]  # port -> packets
+# per switch (rx, tx) port counters; per interface the kernel's received frames, and the
+# frames its link queue dropped
+Snapshot = tuple[dict[str, tuple[Counters, Counters]], dict[str, int], dict[str, int]]
 Verdict = Callable[[Link, bool], None]
 
 
@@ -46,10 +55,11 @@ class DirectionLoss:
     dst: str
     sent: int
     received: int
+    queue_drops: int = 0  # of `sent`, dropped by the sender's link queue (congestion)
 
     @property
     def lost(self) -> int:
-        return max(0, self.sent - self.received)
+        return max(0, self.sent - self.queue_drops - self.received)
 
     @property
     def loss(self) -> float:
@@ -127,11 +137,13 @@ class LinkProber:
         self.switches = sorted({ln.a.node for ln in self.links} | {ln.b.node for ln in self.links})
         self._ports = {sw: sorted(ln.end(sw).port for ln in self.links if sw in (ln.a.node, ln.b.node))
                        for sw in self.switches}
+        self._far_intfs = {sw: [ln.other(sw).intf for ln in self.links
+                                if sw in (ln.a.node, ln.b.node)] for sw in self.switches}
         self.rounds: deque[ProbeRound] = deque(maxlen=ROUNDS_KEPT)  # the latest, oldest first
         self.verdicts = Hysteresis(bad_rounds, good_rounds)
         self._history: dict[tuple[str, str], deque] = {}  # (link, sender) -> recent rounds
         self._seq = 0
-        self._last: tuple[dict, set[str]] | None = None  # previous counters, links up then
+        self._last: tuple[Snapshot, set[str]] | None = None  # previous counters, links up then
         self._loop = Periodic("link-probes", period, self.probe_once, immediate=True,
                               errors=(Exception,),  # a failed round must not end the prober
                               on_error=lambda err: log.warning("probe round failed: %s", err))
@@ -152,14 +164,28 @@ class LinkProber:
         return self.verdicts.isolated
 
     # ---- one round -----------------------------------------------------------------------
-    def _counters(self, switch: str) -> tuple[Counters, Counters]:
-        """(rx, tx) packets of the switch's probed ports, every cell in one Read."""
+    def _counters(self, switch: str) -> tuple[Counters, Counters, dict[str, int]]:
+        """(rx, tx) packets of the switch's probed ports, every cell in one Read; then, at
+        once, what the kernel received on the far interfaces of those ports (where they are in
+        this namespace): read at the moment the switch's tx counts were, whenever the far
+        switch itself answers (a starved one may take a second)."""
         rx, tx = self.ctl.port_counters(switch, self._ports[switch])
-        return ({port: c[0] for port, c in rx.items()}, {port: c[0] for port, c in tx.items()})
+        far_rx = {intf: n for intf in self._far_intfs[switch]
+                  if (n := interface_rx_packets(intf)) is not None}
+        return ({port: c[0] for port, c in rx.items()}, {port: c[0] for port, c in tx.items()},
+                far_rx)
 
-    def _snapshot(self, pool: ThreadPoolExecutor) -> dict[str, tuple[Counters, Counters]]:
+    def _snapshot(self, pool: ThreadPoolExecutor) -> Snapshot:
+        """Every switch's (rx, tx) port counters with the kernel's received frames on the far
+        ends of its links, then the drops of every interface's link queue."""
         futures = {sw: pool.submit(self._counters, sw) for sw in self.switches}
-        return {sw: f.result() for sw, f in futures.items()}
+        counters: dict[str, tuple[Counters, Counters]] = {}
+        kernel: dict[str, int] = {}
+        for sw, future in futures.items():
+            rx, tx, far_rx = future.result()
+            counters[sw] = (rx, tx)
+            kernel.update(far_rx)
+        return counters, kernel, root_queue_drops() if kernel else {}
 
     def _send_probes(self, up: set[str]) -> None:
         """This round's probes over the links that are up (`up`: their a-end interfaces).
@@ -189,16 +215,23 @@ class LinkProber:
         self._send_probes(up_now)
         if before is None:
             return None
+        (counters, kernel, queued), (counters_before, kernel_before, queued_before) = now, before
         directions = []
         for ln in self.links:
             if ln.a.intf not in up_before or ln.a.intf not in up_now:
                 continue  # a link that went down is the port watcher's business, not a drop
             name = f"{ln.a.node}~{ln.b.node}"
             for near, far in ((ln.a, ln.b), (ln.b, ln.a)):
-                sent = now[near.node][1].get(near.port, 0) - before[near.node][1].get(near.port, 0)
-                received = (now[far.node][0].get(far.port, 0)
-                            - before[far.node][0].get(far.port, 0))
-                directions.append(DirectionLoss(name, near.node, far.node, sent, received))
+                sent = (counters[near.node][1].get(near.port, 0)
+                        - counters_before[near.node][1].get(near.port, 0))
+                if far.intf in kernel and far.intf in kernel_before:
+                    received = kernel[far.intf] - kernel_before[far.intf]
+                else:
+                    received = (counters[far.node][0].get(far.port, 0)
+                                - counters_before[far.node][0].get(far.port, 0))
+                queue_drops = queued.get(near.intf, 0) - queued_before.get(near.intf, 0)
+                directions.append(DirectionLoss(name, near.node, far.node, sent, received,
+                                                max(0, queue_drops)))
         bad = sorted({d.link for d in directions if self._bad(d)})
         self._verdicts(bad, {d.link for d in directions})
         result = ProbeRound(started, time.time() - started, directions, bad,
@@ -208,7 +241,7 @@ class LinkProber:
 
     def _bad(self, d: DirectionLoss) -> bool:
         window = self._history.setdefault((d.link, d.src), deque(maxlen=self.verdicts.bad_rounds))
-        window.append((d.sent, d.received))
+        window.append((d.sent - d.queue_drops, d.received))  # what the link itself carried
         sent = sum(w[0] for w in window)
         lost = sent - sum(w[1] for w in window)
         return direction_bad(d.lost, sent, lost, isolated=d.link in self.isolated,

@@ -2,16 +2,22 @@
 
 In order: an uplink failure repaired by the data plane alone (no controller write), a downlink
 failure repaired by the controller, restoring a link brings the original routes back, a
-dual-homed NIC keeps sending through its other ToR, and the probes find a silently dropping link.
+dual-homed NIC keeps sending through its other ToR, the probes find a silently dropping link,
+and they do not take a switch that drops what reaches it (as one starved of CPU does) for one.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import signal
+import threading
 import time
 
 import pytest
 
 from controller.checks import pingall
+from controller.queues import run_commands
 from experiments.framework.failover_lab import FailoverLab, Failure
 from experiments.framework.recovery import outcome
 from tests.failover.fabrics import fo_fabric
@@ -157,7 +163,7 @@ def test_a_dual_homed_nic_keeps_sending_through_its_other_tor(lab):
 
 def _losses(lab: FailoverLab, link: str) -> str:
     """What the probes measured on `link` in their last rounds (for a failure's message)."""
-    return "; ".join(",".join(f"{d.src}->{d.dst} {d.lost}/{d.sent}" for d in r.directions
+    return "; ".join(",".join(f"{d.src}->{d.dst} {d.lost}/{d.sent} (queue {d.queue_drops})" for d in r.directions
                               if d.link == link) for r in list(lab.prober.rounds)[-6:])
 
 
@@ -183,3 +189,58 @@ def test_the_probes_find_and_isolate_a_silently_dropping_link_and_give_it_back(l
         finally:
             lab.restore(failure)
         wait_for(lambda: failure.target not in lab.prober.isolated, 10, "the give-back")
+
+
+def _kernel_drops(lab: FailoverLab, switch: str) -> int:
+    """Frames the kernel dropped on `switch`'s port sockets so far (p4switch's `port_stats`)."""
+    stats = run_commands("p4switch", lab.spec.switch(switch).thrift_port, ["port_stats"])
+    return sum(int(n) for n in re.findall(r"rx_dropped (\d+)", stats))
+
+
+def _starve(pids: list[int], running: float, period: float, stop: threading.Event) -> None:
+    """Let `pids` run `running` of every `period` seconds (SIGSTOP/SIGCONT) until `stop`."""
+    try:
+        while not stop.is_set():
+            for pid in pids:
+                os.kill(pid, signal.SIGCONT)
+            time.sleep(running * period)  # their share of the CPU
+            for pid in pids:
+                os.kill(pid, signal.SIGSTOP)
+            time.sleep((1 - running) * period)  # stopped
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+
+
+def test_the_probes_do_not_take_a_switch_starved_of_cpu_for_a_lossy_link(lab):
+    """A switch that gets too little CPU for what it is sent fills its receive rings and then
+    drops there; the frames did reach its interface, so its links are not lossy (a leaf's last
+    uplink was once isolated that way on a loaded machine). The switch at the far end of the
+    busiest link runs 1 % of the time; the same loss at the near end's egress is a lossy link
+    (the test above)."""
+    lab.start_loops(reconverge=True, probes=True)
+    flows = lab.plan_flows(PAIRS, per_pair=4)
+    src_tors = set(lab.tors_of([PAIRS[0][0]]))
+    with lab.start_flows(flows, pps=400):
+        time.sleep(2.5)  # healthy rounds under load first
+        link = lab.busiest_link(lab.candidates("silent", flows))  # a source ToR's uplink
+        far = lab.session.net.switch(link.b.node if link.a.node in src_tors else link.a.node)
+        assert far.proc is not None
+        drops_before = _kernel_drops(lab, far.name)
+        rounds_before, events_before = len(lab.prober.rounds), len(lab.rc.events)
+        stop = threading.Event()
+        starver = threading.Thread(target=_starve, args=([far.proc.pid], 0.01, 0.2, stop))
+        starver.start()
+        try:
+            wait_for(lambda: len(lab.prober.rounds) >= rounds_before + 8, 30,
+                     "eight probe rounds with the far switch starved")
+        finally:
+            stop.set()
+            starver.join()
+        lossy = "; ".join(f"{d.src}->{d.dst} {d.lost}/{d.sent} (queue {d.queue_drops})"
+                          for r in list(lab.prober.rounds)[rounds_before:] for d in r.directions
+                          if d.lost)
+        assert not lab.prober.isolated, f"isolated {lab.prober.isolated}: {lossy}"
+        assert not [e for e in lab.rc.events[events_before:] if e.source == "probe"], lossy
+        dropped = _kernel_drops(lab, far.name) - drops_before
+        assert dropped > 0, f"{far.name} dropped nothing: the test shows nothing"

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Benchmark: what one packet-hop costs a software switch at fabric rates, without Mininet.
+
+`make bench-switch` floods one switch, so every wake-up finds dozens of frames; in a fabric a
+switch wakes for one or a few, and the cost per hop is four to nine times higher
+(docs/rates.md). This harness isolates that case: K switches in a line (h1 - s1 - ... - sK -
+h2, veth pairs, the switches in the root namespace, each routing 10.0.2.0/24 from port 1 to
+port 2 through a one-member ECMP group) and one paced flow from h1 to h2. It reports, per
+packet-hop: the switches' CPU (utime + stime from /proc), their context switches (voluntary:
+woken with work; involuntary: preempted), and the loss.
+
+    sudo .venv/bin/python bench/chain_hops.py [--switches 4] [--rates 1000,4000]
+        [--size 1000] [--seconds 4] [--program ecmp] [--target p4switch] [--htb MBPS]
+
+`--htb` shapes the links between switches as the fabrics do (topos/mininet/shaping.py: an HTB
+class of that rate and a pfifo), so the qdisc's share of a hop can be measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "bench")]
+
+from switch_pps import cpu_seconds, program_route, start_switch, stop  # noqa: E402
+from switch_pps_io import Bench, drain, run_traffic, sh  # noqa: E402
+
+
+def context_switches(pid: int) -> tuple[int, int]:
+    """(voluntary, involuntary) context switches of every thread of `pid` so far."""
+    vol = invol = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            text = (task / "status").read_text()
+        except OSError:  # the thread ended meanwhile
+            continue
+        for line in text.splitlines():
+            if line.startswith("voluntary_ctxt_switches:"):
+                vol += int(line.split()[1])
+            elif line.startswith("nonvoluntary_ctxt_switches:"):
+                invol += int(line.split()[1])
+    return vol, invol
+
+
+def chain_links(bench: Bench, switches: int, htb_mbps: float | None) -> list[dict[int, str]]:
+    """Veth pairs between consecutive switches (added to `bench.links` for the clean-up);
+    each switch's ports {1: in, 2: out}."""
+    first, last = bench.setup()
+    ports = [{1: first} for _ in range(switches)]
+    for i in range(switches - 1):
+        a, b = f"{bench.tag}c{i}a", f"{bench.tag}c{i}b"
+        sh("ip", "link", "add", a, "type", "veth", "peer", "name", b)
+        bench.links.append(a)
+        for end in (a, b):
+            sh("sysctl", "-qw", f"net.ipv6.conf.{end}.disable_ipv6=1")
+            sh("ip", "link", "set", end, "up")
+            if htb_mbps is not None:
+                from topos.mininet.shaping import run_tc_batch, tc_batch
+                from topos.model import Endpoint, Link
+
+                link = Link(Endpoint("x", end), Endpoint("y", end), rate_mbps=htb_mbps,
+                            queue_pkts=1000)
+                run_tc_batch(tc_batch(end, link, netem=False))
+        ports[i][2], ports[i + 1][1] = a, b
+    ports[-1][2] = last
+    return ports
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--switches", type=int, default=4)
+    p.add_argument("--rates", default="1000,4000", help="packets/s of the flow, one run each")
+    p.add_argument("--size", type=int, default=1000, help="frame bytes")
+    p.add_argument("--seconds", type=float, default=4.0)
+    p.add_argument("--program", default="ecmp")
+    p.add_argument("--target", default="p4switch", choices=("p4switch", "bmv2"))
+    p.add_argument("--htb", type=float, default=None, metavar="MBPS",
+                   help="shape the links between switches with HTB at this rate")
+    args = p.parse_args()
+    if os.geteuid() != 0:
+        print("chain_hops: needs root (namespaces, raw sockets)", file=sys.stderr)
+        return 1
+    if args.switches < 1:
+        p.error("--switches must be 1 or more")
+    from controller.pipeline import build_pipeline
+    from mechanisms import program_path
+
+    pipeline = build_pipeline(program_path(args.program), args.target)
+    bench = Bench()
+    procs = []
+    shaped = f"HTB {args.htb:g} Mb/s" if args.htb else "unshaped"
+    print(f"{args.target}, {args.program}.p4, {args.switches} switches in a line, "
+          f"{args.size} B frames, links between switches {shaped}; "
+          f"load average {os.getloadavg()[0]:.2f} at start")
+    try:
+        chain = chain_links(bench, args.switches, args.htb)
+        with tempfile.TemporaryDirectory() as tmp:
+            for i, ports in enumerate(chain):
+                proc, addr, _ = start_switch(args.target, ports, Path(tmp) / f"s{i}.log")
+                procs.append(proc)
+                program_route(addr, pipeline)
+            h1, h2 = bench.ns
+            print(f"{'pps':>7} {'sent':>7} {'lost':>6} {'CPU µs/hop':>11} "
+                  f"{'woken/hop':>10} {'preempted/hop':>14}")
+            for rate in map(int, args.rates.split(",")):
+                drain(h2)
+                cpu0 = sum(cpu_seconds(q.pid) for q in procs)
+                cs0 = [context_switches(q.pid) for q in procs]
+                sent, _, got, *_ = run_traffic(h1, h2, rate, args.seconds, args.size)
+                cpu = sum(cpu_seconds(q.pid) for q in procs) - cpu0
+                cs1 = [context_switches(q.pid) for q in procs]
+                vol = sum(b[0] - a[0] for a, b in zip(cs0, cs1, strict=True))
+                invol = sum(b[1] - a[1] for a, b in zip(cs0, cs1, strict=True))
+                hops = max(1, got * args.switches)
+                print(f"{rate:>7} {sent:>7} {sent - got:>6} {cpu / hops * 1e6:>11.1f} "
+                      f"{vol / hops:>10.2f} {invol / hops:>14.2f}", flush=True)
+    finally:
+        for proc in procs:
+            stop(proc)
+        bench.cleanup()
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
