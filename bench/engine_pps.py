@@ -38,7 +38,11 @@ def frame(size: int, sport: int) -> bytes:
 
 
 def setup(path: Path):
-    program = compile_program(path)
+    return populate(compile_program(path))
+
+
+def populate(program):
+    """An engine of `program` with the bench's routes, ECMP group and source MACs."""
     state = RuntimeState(program.model)
     prof = state.action_profiles[routing.SELECTOR]
     for member in range(4):
