@@ -27,24 +27,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "bench")]
 
+from proc_accounting import ctx_switches  # noqa: E402
 from switch_pps import cpu_seconds, program_route, start_switch, stop  # noqa: E402
 from switch_pps_io import Bench, drain, run_traffic, sh  # noqa: E402
-
-
-def context_switches(pid: int) -> tuple[int, int]:
-    """(voluntary, involuntary) context switches of every thread of `pid` so far."""
-    vol = invol = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            text = (task / "status").read_text()
-        except OSError:  # the thread ended meanwhile
-            continue
-        for line in text.splitlines():
-            if line.startswith("voluntary_ctxt_switches:"):
-                vol += int(line.split()[1])
-            elif line.startswith("nonvoluntary_ctxt_switches:"):
-                invol += int(line.split()[1])
-    return vol, invol
 
 
 def chain_links(bench: Bench, switches: int, htb_mbps: float | None) -> list[dict[int, str]]:
@@ -110,10 +95,10 @@ def main() -> int:
             for rate in map(int, args.rates.split(",")):
                 drain(h2)
                 cpu0 = sum(cpu_seconds(q.pid) for q in procs)
-                cs0 = [context_switches(q.pid) for q in procs]
+                cs0 = [ctx_switches(q.pid) for q in procs]
                 sent, _, got, *_ = run_traffic(h1, h2, rate, args.seconds, args.size)
                 cpu = sum(cpu_seconds(q.pid) for q in procs) - cpu0
-                cs1 = [context_switches(q.pid) for q in procs]
+                cs1 = [ctx_switches(q.pid) for q in procs]
                 vol = sum(b[0] - a[0] for a, b in zip(cs0, cs1, strict=True))
                 invol = sum(b[1] - a[1] for a, b in zip(cs0, cs1, strict=True))
                 hops = max(1, got * args.switches)
