@@ -121,6 +121,19 @@ def run_setting(lab: DeadlockLab, setting: str, agents: dict, ctx: RunContext
     return summary, rows, [{**e, "setting": setting} for e in events]
 
 
+def _restored(lab: DeadlockLab, deadline: float) -> list[dict[str, Any]]:
+    """The watchdog events once every queue it declared stuck has been restored (or at
+    `deadline`): a busy machine's switch may restore later than its restoration time says."""
+    while True:
+        events = lab.watchdog_events()
+        queues = {kind: {(e["switch"], e["port"], e["priority"]) for e in events
+                         if e["kind"] == kind} for kind in ("stuck", "restored")}
+        if (queues["stuck"] and queues["stuck"] <= queues["restored"]) \
+                or time.monotonic() >= deadline:
+            return events
+        time.sleep(0.05)  # the watchdog polls every quarter of its detection time
+
+
 def late_watchdog(lab: DeadlockLab, p: dict[str, Any]) -> dict[str, Any]:
     """Turn the watchdog (drop) on over a standing deadlock: seconds from then until the
     first queue is declared stuck, until every ring queue is empty, until the last is lossless
@@ -135,8 +148,7 @@ def late_watchdog(lab: DeadlockLab, p: dict[str, Any]) -> dict[str, Any]:
             drained = time.monotonic()
             break
         time.sleep(0.01)
-    time.sleep(p["restoration_ms"] / 1000 + 0.2)
-    events = lab.watchdog_events()
+    events = _restored(lab, time.monotonic() + p["restoration_ms"] / 1000 + 5.0)
     stuck = [e["t"] for e in events if e["kind"] == "stuck"]
     restored = [e for e in events if e["kind"] == "restored"]
     return {"late_detect_s": round(min(stuck) - t_on, 3) if stuck else None,
