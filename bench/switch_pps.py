@@ -47,7 +47,7 @@ sys.path[:0] = [str(REPO), str(REPO / "bench")]
 
 from switch_pps_io import Bench, drain, run_rate, run_traffic, sh  # noqa: E402
 
-from topos.mininet.procs import accepts  # noqa: E402
+from topos.mininet.procs import accepts, spawn  # noqa: E402
 
 __all__ = ["Bench", "run_rate"]
 DEFAULT_RATES = "5000,10000,15000,20000,25000,30000,40000,50000,60000,70000,80000,90000,100000,120000"
@@ -86,7 +86,7 @@ def start_switch(target: str, ports: dict[int, str], log: Path
     argv = get_target(target).argv(model, ports)
     start = time.monotonic()
     with open(log, "ab") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+        proc = spawn(argv, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL)
     while True:
         if proc.poll() is not None:

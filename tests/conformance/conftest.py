@@ -19,7 +19,7 @@ from p4.v1 import p4runtime_pb2 as pb
 from controller.pipeline import Pipeline, build_pipeline
 from p4switch.p4info.index import P4InfoIndex
 from targets import BMV2, P4SWITCH, Target
-from topos.mininet.procs import accepts, stop_child
+from topos.mininet.procs import accepts, spawn, stop_child
 from topos.model import Switch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "p4switch" / "switch"))
@@ -42,7 +42,7 @@ def started(target: Target, log: Path, timeout: float = 30.0) -> Iterator[Switch
     model = Switch("conf0", "leaf", 0, device_id=DEVICE_ID, grpc_port=free_port(),
                    thrift_port=free_port())
     with log.open("w") as out:
-        proc = subprocess.Popen(target.argv(model, {}), stdout=out, stderr=subprocess.STDOUT)
+        proc = spawn(target.argv(model, {}), stdout=out, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + timeout
         while not accepts(model.grpc_port):  # readiness: P4Runtime accepts connections

@@ -30,7 +30,7 @@ from controller.pipeline import Pipeline, build_pipeline
 from mechanisms import program_path
 from targets import get_target
 from topos import FabricSpec, build_fabric
-from topos.mininet.procs import accepts
+from topos.mininet.procs import accepts, spawn
 
 LEAF = "leaf0"
 ETH_P_ALL = 0x0003
@@ -84,6 +84,8 @@ class Rig:
     def make_links(self) -> None:
         for port in range(1, self.spines + 2):
             sw, peer = f"{self.tag}{port}", f"{self.tag}{port}x"
+            # a killed run with the same pid may have left the pair behind
+            subprocess.run(["ip", "link", "del", sw], capture_output=True, check=False)
             _ip("link", "add", sw, "type", "veth", "peer", "name", peer)
             self.ports[port], self.peers[port] = sw, peer
             for intf in (sw, peer):
@@ -122,7 +124,7 @@ class Rig:
         if self.priority_queues:  # a target option, after `--` on both targets
             argv += ["--priority-queues", str(self.priority_queues)]
         with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
+            self.proc = spawn(argv, stdin=subprocess.DEVNULL, stdout=log,
                                          stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout
         while True:

@@ -17,6 +17,7 @@ import time
 import pytest
 
 from controller.checks import pingall
+from controller.probes import DirectionLoss
 from controller.queues import run_commands
 from experiments.framework.failover_lab import FailoverLab, Failure
 from experiments.framework.recovery import outcome
@@ -161,10 +162,14 @@ def test_a_dual_homed_nic_keeps_sending_through_its_other_tor(lab):
         wait_for(lambda: lab.rc.wait_idle(0.1) and not lab.rc.down_links(), 5, "the restore")
 
 
+def _measured(d: DirectionLoss) -> str:
+    return f"{d.src}->{d.dst} {d.lost}/{d.sent} (queue {d.queue_drops})"
+
+
 def _losses(lab: FailoverLab, link: str) -> str:
     """What the probes measured on `link` in their last rounds (for a failure's message)."""
-    return "; ".join(",".join(f"{d.src}->{d.dst} {d.lost}/{d.sent} (queue {d.queue_drops})" for d in r.directions
-                              if d.link == link) for r in list(lab.prober.rounds)[-6:])
+    return "; ".join(",".join(_measured(d) for d in r.directions if d.link == link)
+                     for r in list(lab.prober.rounds)[-6:])
 
 
 def test_the_probes_find_and_isolate_a_silently_dropping_link_and_give_it_back(lab):
@@ -237,9 +242,8 @@ def test_the_probes_do_not_take_a_switch_starved_of_cpu_for_a_lossy_link(lab):
         finally:
             stop.set()
             starver.join()
-        lossy = "; ".join(f"{d.src}->{d.dst} {d.lost}/{d.sent} (queue {d.queue_drops})"
-                          for r in list(lab.prober.rounds)[rounds_before:] for d in r.directions
-                          if d.lost)
+        lossy = "; ".join(_measured(d) for r in list(lab.prober.rounds)[rounds_before:]
+                          for d in r.directions if d.lost)
         assert not lab.prober.isolated, f"isolated {lab.prober.isolated}: {lossy}"
         assert not [e for e in lab.rc.events[events_before:] if e.source == "probe"], lossy
         dropped = _kernel_drops(lab, far.name) - drops_before

@@ -17,7 +17,7 @@ from controller.p4rt import P4RuntimeClient
 from controller.pipeline import Pipeline, build_pipeline
 from mechanisms import program_path
 from targets import BMV2, P4SWITCH, Target
-from topos.mininet.procs import accepts, stop_child
+from topos.mininet.procs import accepts, spawn, stop_child
 from topos.model import Switch
 
 PROGRAM = program_path("ecmp")
@@ -46,7 +46,7 @@ def running_switch(target: Target, log: Path, *, program: Path | None = PROGRAM,
     model = Switch("t0", "leaf", 0, device_id=7, grpc_port=free_port(), thrift_port=free_port())
     pipeline = build_pipeline(program, target) if program is not None else None
     with log.open("w") as out:
-        proc = subprocess.Popen(target.argv(model, {}), stdout=out, stderr=subprocess.STDOUT)
+        proc = spawn(target.argv(model, {}), stdout=out, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + timeout
         for port in (model.grpc_port, model.thrift_port):
