@@ -138,10 +138,14 @@ class Dataplane:
         trace = self.trace
         if trace is not None:
             trace(f"port {port}: received {len(data)} bytes: {data[:32].hex()}")
-        if self.pfc is not None and data.startswith(b"\x88\x08", 12) \
-                and self.pfc.handle(port, data) \
-                and trace is not None:
-            trace(f"port {port}: PFC frame applied to its egress queues")
+        if self.pfc is not None and data.startswith(b"\x88\x08", 12):
+            applied = self.pfc.handle(port, data)
+            if applied is False:
+                if trace is not None:
+                    trace(f"port {port}: PFC frame ignored: every queue it pauses is stuck")
+                return
+            if applied and trace is not None:
+                trace(f"port {port}: PFC frame applied to its egress queues")
         if engine is None:
             return
         try:

@@ -3,8 +3,11 @@
 Reception: a received PFC frame (dst 01:80:c2:00:00:01, type 0x8808, opcode 0x0101) pauses, for each
 enabled class i, the traffic manager's egress queue (receiving port, priority i) for
 quanta x 512 bit times at the port's link rate; quanta 0 resumes it (XON). The frame then
-continues into the pipeline like any other (the lab's programs count and drop it). Classes at
-or above the number of priority queues are ignored. BMv2 does not do this.
+continues into the pipeline like any other (the lab's programs count and drop it), unless every
+queue it pauses is one the PFC watchdog holds stuck (p4switch/switch/pfc_watchdog.py): those
+ignore pauses, and the frame stops at the port (`PfcReceiver.ignored`), so the program's relay
+of pauses to upstream ports (p4src/include/pfc.p4) cannot keep a broken cycle paused. Classes
+at or above the number of priority queues are ignored. BMv2 does not do this.
 
 Holding a pause (`PauseHold`; runtime CLI `pfc_hold <packets>` | `pfc_hold off`): a switch MAC
 keeps a port in XOFF for as long as its buffer holds that port's traffic above the threshold,
@@ -38,24 +41,30 @@ def parse_pfc(frame: bytes) -> list[tuple[int, int]] | None:
 class PfcReceiver:
     """Applies received PFC frames to the traffic manager's queues."""
 
-    def __init__(self, pause: Callable[[int, int, float], None], priority_queues: int,
+    def __init__(self, pause: Callable[[int, int, float], bool], priority_queues: int,
                  link_bps: Callable[[int], float]):
-        """`pause(port, priority, seconds)`; `link_bps(port)` gives the rate quanta refer to."""
+        """`pause(port, priority, seconds) -> honoured`; `link_bps(port)` gives the rate quanta
+        refer to."""
         self.pause = pause
         self.priority_queues = priority_queues
         self.link_bps = link_bps
         self.frames = 0
+        self.ignored = 0  # frames every queue of which ignored them (held stuck)
 
-    def handle(self, port: int, frame: bytes) -> bool:
-        """Apply `frame` if it is a PFC frame received on `port`; True if it was one."""
+    def handle(self, port: int, frame: bytes) -> bool | None:
+        """Apply `frame` if it is a PFC frame received on `port`: None if it is not one, True
+        if it goes on into the pipeline, False if it stops here (every queue it pauses
+        ignored it)."""
         classes = parse_pfc(frame)
         if classes is None:
-            return False
+            return None
         self.frames += 1
         bps = self.link_bps(port)
-        for prio, quanta in classes:
-            if prio < self.priority_queues:
-                self.pause(port, prio, quanta * 512 / bps)
+        honoured = [self.pause(port, prio, quanta * 512 / bps)
+                    for prio, quanta in classes if prio < self.priority_queues]
+        if honoured and not any(honoured):
+            self.ignored += 1
+            return False
         return True
 
 

@@ -4,6 +4,7 @@ Per (port, priority) queue, checked every `poll_s`:
 - **stuck**: the queue is paused (by received PFC), holds packets, and has dequeued nothing for
   the whole `detection_s`. Then the action applies at once: `forward` ignores pauses and sends;
   `drop` ignores pauses, discards what the queue holds and every packet that arrives for it.
+  An ignored pause stops at the port: the pipeline never sees it (p4switch/switch/pfc.py).
 - **restored**: after `restoration_s` without a pause frame for the queue (counted from the
   later of the detection and the last pause received), it is lossless again: pauses are obeyed,
   arrivals queued.

@@ -145,21 +145,23 @@ class TrafficManager:
             return False
         return not wd.restore_due(q, port, priority, now) and wd.config.action == "drop"
 
-    def pause(self, port: int, priority: int, seconds: float) -> None:
-        """Stop serving one queue for `seconds` (p4switch-only; 0 resumes at once)."""
+    def pause(self, port: int, priority: int, seconds: float) -> bool:
+        """Stop serving one queue for `seconds` (p4switch-only; 0 resumes at once). False if
+        the queue ignored the pause: the PFC watchdog holds it stuck."""
         q = self._select(port, priority)[0]
         now = self.clock()
         if seconds > 0 and q.stuck:
             restored = self.watchdog is None or self.watchdog.restore_due(q, port, priority, now)
             q.pause_rx_at = now
             if not restored:
-                return  # a stuck queue ignores pauses
+                return False  # a stuck queue ignores pauses
             q.stuck = False
         if seconds > 0:
             q.pause_rx_at = now
             q.paused_until = now + seconds
         elif q.paused_until > now:
             q.paused_until = now  # the resume time paces the backlog (dequeue_due)
+        return True
 
     def resume(self, port: int, priority: int) -> None:
         self.pause(port, priority, 0)

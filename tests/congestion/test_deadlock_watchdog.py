@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from p4switch.switch.pfc import PfcReceiver
 from p4switch.switch.pfc_watchdog import WatchdogConfig
 from p4switch.switch.runtime_server import CommandError, SwitchCommands
 from p4switch.switch.tm import TrafficManager
+from traffic.pfc import build_pause
 
 PORT, PRIO = 2, 3
 
@@ -100,6 +102,30 @@ def test_an_empty_paused_queue_is_not_stuck_and_off_clears_it() -> None:
     assert [(e.port, e.kind) for e in tm.watchdog.events] == [(1, "stuck")]
     tm.set_watchdog(None)
     assert not tm.queues(1)[PRIO].stuck
+
+
+def test_a_pause_for_a_stuck_queue_stops_at_the_port() -> None:
+    """The pipeline never sees a pause every queue of which is stuck: the program relays pauses
+    upstream (p4src/include/pfc.p4), and in a broken cycle such relays would go round the ring
+    and keep every stuck queue from being restored. An XON, or a pause that also reaches a
+    queue that is not stuck, goes on into the pipeline."""
+    tm, clock = _tm("drop")
+    rx = PfcReceiver(tm.pause, 8, lambda _port: 1e6)
+    pause, xon = build_pause("02:00:00:00:00:01", {PRIO: 0xFFFF}), build_pause(
+        "02:00:00:00:00:01", {PRIO: 0})
+    tm.enqueue(PORT, PRIO, "held", clock.t)
+    assert rx.handle(PORT, pause) is True and tm.is_paused(PORT, PRIO)
+    _run(tm, clock, clock.t + 0.3)
+    assert tm.queues(PORT)[PRIO].stuck
+    assert rx.handle(PORT, pause) is False and rx.ignored == 1
+    assert rx.handle(PORT, build_pause("02:00:00:00:00:01", {PRIO: 0xFFFF, 1: 0xFFFF})) is True
+    assert tm.is_paused(PORT, 1) and not tm.is_paused(PORT, PRIO)
+    assert rx.handle(PORT, xon) is True and rx.ignored == 1
+    assert rx.handle(PORT, b"\x00" * 60) is None and rx.frames == 4
+    # the last ignored pause still counts: restored restoration time after it, then obeyed
+    clock.t += 0.41
+    assert rx.handle(PORT, pause) is True and tm.is_paused(PORT, PRIO)
+    assert [e.kind for e in tm.watchdog.events] == ["stuck", "restored"]
 
 
 def test_runtime_cli_knob() -> None:
