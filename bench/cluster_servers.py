@@ -106,7 +106,7 @@ def main() -> int:
         server2 = stack.enter_context(second_server(work / "sshd"))
         for fabric in args.fabrics:
             spec = prefixed(build_fabric(fabric, **SCALES.get(fabric, {}),
-                                         rate_mbps=args.rate), "cb", 43559, 43090)
+                                         rate_mbps=args.rate), "cs", 14200, 14300)
             for options in (None, ClusterOptions(["localhost", server2.address],
                                                  ssh_config=server2.ssh_config)):
                 row = measure(spec, target, options, args.seconds)

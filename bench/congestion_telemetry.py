@@ -37,7 +37,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--samples", type=int, default=200)
     args = p.parse_args()
-    spec, roles = incast_fabric(3, prefix="cb", grpc_base=47559, thrift_base=47090)
+    spec, roles = incast_fabric(3, prefix="cb", grpc_base=14400, thrift_base=14450)
     with CongestionLab(spec, host_pps=250, fabric_pps=1000) as lab:
         queues = roles.watched()
         sampler = TelemetrySampler(lab.channels, queues)

@@ -74,7 +74,8 @@ from targets.runtime_cli import RuntimeCli
 from topos import FABRICS, build_fabric, relocate
 from topos.model import FabricSpec
 
-PREFIX, GRPC_BASE, THRIFT_BASE = "fc", 46659, 46190  # names and ports no test uses
+# names and ports no test uses (tests/ports.py), below the ephemeral port range
+PREFIX, GRPC_BASE, THRIFT_BASE = "fc", 14000, 14500
 WARMUP_S = 1.0
 START_PPS = {"p4switch": 40.0, "bmv2": 10.0}  # per flow: well below either's limit
 FULL = {"factor": 1.3, "dwell": 8.0, "refine": 2, "repeat": 2}

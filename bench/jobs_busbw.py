@@ -63,7 +63,7 @@ def main() -> int:
     print(f"{'fabric':<10}{'ranks':>6}  {'algorithm':<13}{'order':<7}{'size (B)':>10}"
           f"{'time (us)':>11}{'algbw':>8}{'busbw':>8}{'#wrong':>7}")
     for index, fabric in enumerate(fabrics):
-        spec = prefixed(build_fabric(fabric), "bj", 27559 + 100 * index, 27090 + 100 * index)
+        spec = prefixed(build_fabric(fabric), "bj", 14600 + 25 * index, 14700 + 25 * index)
         cluster = cluster_from_fabric(spec)
         scale = Scale(cluster.link_bps, MODELLED_GBPS * 1e9)
         started = time.monotonic()

@@ -211,16 +211,16 @@ def hpcc_keeps_the_queue_short(run: ResultDir) -> str:
 # -- the declarations --------------------------------------------------------------------------
 
 # Runs that take a name prefix get one (and ports apart) so that they can share the machine.
-_APART = {"name_prefix": "fg", "port_base": 49100}
+APART = {"name_prefix": "fg", "port_base": 31000}
 RUNS: dict[str, Run] = {run.experiment: run for run in (
     Run("ecmp-hashing"),
-    Run("lb-compare", _APART),
+    Run("lb-compare", APART),
     Run("incast", {"xoff": 8, "xon": 4}),  # lab 5's thresholds: the largest XOFF that fits
     Run("failover"),
     Run("pfc-deadlock"),
-    Run("topology-aware", _APART),
-    Run("rail-vs-clos", _APART),
-    Run("cc-compare", _APART),
+    Run("topology-aware", APART),
+    Run("rail-vs-clos", APART),
+    Run("cc-compare", APART),
 )}
 
 FIGURES: tuple[Figure, ...] = (

@@ -103,7 +103,7 @@ EXPERIMENT = Experiment(
               "host_pps": 1200, "fabric_pps": 4800, "depth": 64, "fabric_depth": 128,
               "link_mbps": 10.0, "kmin": 5, "kmax": 20, "pmax": 0.2, "pfc": True,
               "xoff": 10, "xon": 4, "quanta": 1000, "refresh_us": 20_000, "hpcc_rtt_ms": 5.0,
-              "idle_s": 4.0, "sample_ms": 100, "name_prefix": "cc", "port_base": 37000},
+              "idle_s": 4.0, "sample_ms": 100, "name_prefix": "cc", "port_base": 30000},
     quick={"message_kb": 200},
     run=run,
     plot=plot,

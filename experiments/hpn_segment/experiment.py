@@ -225,7 +225,7 @@ EXPERIMENT = Experiment(
     defaults={"parts": list(PARTS), "flows_per_pair": 4, "link_mbps": 10.0, "pps": 200.0,
               "size": 256, "before_s": 2.0, "fail_s": 3.0, "after_s": 3.0, "settle_s": 0.5,
               "polar_links": 4, "polar_flows": 64, "polar_trials": 20,
-              "name_prefix": "", "port_base": 46000},
+              "name_prefix": "", "port_base": 24000},
     quick={"flows_per_pair": 3, "before_s": 1.5, "fail_s": 2.0, "after_s": 2.0,
            "polar_trials": 8},
     run=run,

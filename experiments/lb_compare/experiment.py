@@ -358,7 +358,7 @@ EXPERIMENT = Experiment(
               "flow_bytes": 32768, "link_mbps": 0.0, "flow_mbps": 10.0, "queue_pkts": 256,
               "timeout_s": 30.0,
               "rto_s": 0.25, "ack_every": 4, "reorder_timeout_s": 0.25,
-              "name_prefix": "", "port_base": 45000},
+              "name_prefix": "", "port_base": 22000},
     quick={"fabrics": ["leafspine"], "flows": [4, 8], "seeds": 2},
     run=run,
     plot=plot,

@@ -237,7 +237,7 @@ EXPERIMENT = Experiment(
               "refresh_us": 20_000, "link_mbps": 20.0, "hold": 4, "send_s": 2.0, "hold_s": 2.0,
               "sample_ms": 50, "detection_ms": 400, "restoration_ms": 400,
               "sweep_ms": [10, 25, 50, 100, 200, 400], "incast_pps": 2400, "incast_s": 2.0,
-              "name_prefix": "dl", "port_base": 47300},
+              "name_prefix": "dl", "port_base": 29000},
     quick={"send_s": 1.5, "hold_s": 1.5, "sweep_ms": [25, 200, 400], "incast_s": 1.5},
     run=run,
     plot=plot,

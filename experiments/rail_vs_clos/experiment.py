@@ -109,7 +109,7 @@ EXPERIMENT = Experiment(
     defaults={"job": "llama13b-dp", "segments": 2, "servers_per_segment": 2,
               "gpus_per_server": 2, "link_mbps": 10.0, "model_gbps": 400.0,
               "sizes": [65536, 262144], "reps": 3, "iterations": 3, "time_scale": 0.5,
-              "name_prefix": "", "port_base": 46000},
+              "name_prefix": "", "port_base": 25000},
     quick={"sizes": [65536], "reps": 1, "iterations": 1, "time_scale": 0.25},
     run=run,
     plot=plot,

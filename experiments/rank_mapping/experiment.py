@@ -100,7 +100,7 @@ EXPERIMENT = Experiment(
     duration="about 1.5 min with --quick, 5 min in full; Mininet, root",
     defaults={"job": "llama13b-dp", "switches_per_group": 4, "hosts_per_switch": 2,
               "link_mbps": 5.0, "model_gbps": 400.0, "sizes": [65536, 262144], "reps": 3,
-              "iterations": 3, "time_scale": 0.5, "name_prefix": "", "port_base": 46600},
+              "iterations": 3, "time_scale": 0.5, "name_prefix": "", "port_base": 27000},
     quick={"switches_per_group": 2, "link_mbps": 10.0, "sizes": [65536], "reps": 1,
            "iterations": 1, "time_scale": 0.25},
     run=run,

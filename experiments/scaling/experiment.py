@@ -98,7 +98,7 @@ EXPERIMENT = Experiment(
             "GPU, link rate by link rate (AIPod's 5 GB/s -> 70%, 20 GB/s -> 90%)",
     duration="about 1.5 min with --quick, 5 min in full; Mininet, root",
     defaults={"job": "llama13b-dp", "link_mbps": [1.25, 2.5, 5.0, 10.0], "gbps_per_mbps": 40.0,
-              "iterations": 2, "time_scale": 0.5, "name_prefix": "", "port_base": 46800},
+              "iterations": 2, "time_scale": 0.5, "name_prefix": "", "port_base": 28000},
     quick={"link_mbps": [5.0, 10.0], "iterations": 1, "time_scale": 0.25},
     run=run,
     plot=plot,

@@ -134,7 +134,7 @@ EXPERIMENT = Experiment(
     duration="about 1.5 min with --quick, 4 min in full; Mininet, root",
     defaults={"job": "llama13b-dp", "algorithm": "hd", "victim": "", "slow_factor": 0.1,
               "queue_pkts": 128, "link_mbps": 10.0, "model_gbps": 400.0, "iterations": 3,
-              "time_scale": 1.0, "name_prefix": "", "port_base": 46400},
+              "time_scale": 1.0, "name_prefix": "", "port_base": 26000},
     quick={"iterations": 1, "time_scale": 0.5},
     run=run,
     plot=plot,

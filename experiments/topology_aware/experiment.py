@@ -198,7 +198,7 @@ EXPERIMENT = Experiment(
     duration="about 1 min with --quick, 5 min in full; Mininet, root",
     defaults={"parts": ["aipod", "bigraph"], "size": 131072, "link_mbps": 1.0,
               "queue_pkts": 256, "mtu_payload": 1024, "bigraph_switches_per_group": 4,
-              "bigraph_hosts_per_switch": 2, "name_prefix": "", "port_base": 45000},
+              "bigraph_hosts_per_switch": 2, "name_prefix": "", "port_base": 23000},
     quick={"size": 65536, "bigraph_switches_per_group": 2},
     run=run,
     plot=plot,

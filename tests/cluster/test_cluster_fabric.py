@@ -18,8 +18,8 @@ import pytest
 
 from tests.cluster.conftest import leftovers, taps
 from tests.cluster.sshd import sshd_children
+from tests.ports import FABRICS
 from topos import FabricSpec, build_fabric
-from topos.relocate import prefixed
 
 pytestmark = [pytest.mark.mininet, pytest.mark.root, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,7 +27,7 @@ SERVERS = "localhost,127.0.0.2"
 
 
 def cl_fabric(name: str, **scale: int) -> FabricSpec:
-    return prefixed(build_fabric(name, **scale), "cl", 41559, 41090)
+    return FABRICS["cluster"].apply(build_fabric(name, **scale))
 
 
 def fabric_lab(args: list[str], tmp_path: Path, server2, **kwargs) -> subprocess.CompletedProcess:

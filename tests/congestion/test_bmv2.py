@@ -14,6 +14,9 @@ from experiments.incast.lab import DATA_PRIORITY, CongestionLab, incast_fabric
 from experiments.incast.trial import drops_counted_by, run_trial
 from targets import BMV2
 from tests.congestion.helpers import PARAMS
+from tests.ports import FABRICS
+
+CV = FABRICS["congestion-bmv2"]
 
 pytestmark = [pytest.mark.bmv2, pytest.mark.mininet, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -21,7 +24,8 @@ pytestmark = [pytest.mark.bmv2, pytest.mark.mininet, pytest.mark.slow, pytest.ma
 @pytest.fixture(scope="module")
 def bmv2_incast() -> Iterator[tuple[CongestionLab, Any, dict[str, dict]]]:
     """The quick incast on BMv2 without ECN/PFC, with PFC and with both."""
-    spec, roles = incast_fabric(3, prefix="cv", grpc_base=46559, thrift_base=46090)
+    spec, roles = incast_fabric(3, prefix=CV.prefix, grpc_base=CV.grpc,
+                                   thrift_base=CV.thrift)
     with CongestionLab(spec, host_pps=PARAMS["host_pps"], fabric_pps=PARAMS["fabric_pps"],
                        depth=PARAMS["depth"], link_mbps=PARAMS["link_mbps"],
                        target="bmv2") as lab:

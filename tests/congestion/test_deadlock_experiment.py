@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.ports import EXPERIMENT_RUNS
+
 ROOT = Path(__file__).resolve().parents[2]
 POLL_S = 0.1  # the watchdog polls every quarter of its 400 ms detection time
 SLACK_S = 0.15  # the runtime-CLI round trips and a busy machine
@@ -32,7 +34,7 @@ def test_deadlock_forms_persists_is_broken_and_is_prevented(tmp_path: Path) -> N
     done = subprocess.run(
         [sys.executable, "-m", "fabric_lab.cli", "run", "pfc-deadlock", "--quick",
          "--out", str(out), "-p", "settings=off,prevent", "-p", "sweep_ms=400",
-         "-p", "name_prefix=tdl", "-p", "port_base=47100"],
+         *EXPERIMENT_RUNS["pfc-deadlock"].argv],
         cwd=ROOT, capture_output=True, text=True, timeout=360, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     params = json.loads((out / "params.json").read_text())

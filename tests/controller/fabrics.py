@@ -10,18 +10,17 @@ import pytest
 
 from controller.pipeline import Pipeline, PipelineError, build_pipeline
 from mechanisms import program_path
-from topos import FabricSpec, build_fabric, relocate
+from tests.ports import FABRICS
+from topos import FabricSpec, build_fabric
 
 # The program under test; FABRIC_LAB_TEST_P4 runs the suite against another variant of it.
 PROGRAM = Path(os.environ.get("FABRIC_LAB_TEST_P4", program_path("ecmp")))
-PREFIX = "ct"
-GRPC_BASE = 29559
-THRIFT_BASE = 29090
+PREFIX = FABRICS["controller"].prefix
 
 
 def prefixed(spec: FabricSpec, prefix: str = PREFIX) -> FabricSpec:
     """A copy of `spec` with `prefix` on node, host and interface names and moved mgmt ports."""
-    return relocate.prefixed(spec, prefix, GRPC_BASE, THRIFT_BASE)
+    return FABRICS["controller"].apply(spec, prefix)
 
 
 def ct_fabric(name: str, **scale) -> FabricSpec:

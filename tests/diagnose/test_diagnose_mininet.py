@@ -21,17 +21,19 @@ from experiments.framework.session import FabricSession
 from fabric_lab.web import IntPanel, Sources, WebServer, serve
 from mechanisms import program_path
 from targets import get_target
+from tests.ports import FABRICS
 from tests.web.browser import launch, open_view, wait_until
 from tests.web.conftest import CHROMIUM
 from topos import build_fabric
 from topos.mininet.failures import find_link, link_name, set_silent_drop
-from topos.relocate import prefixed
 
 pytestmark = [pytest.mark.mininet, pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(300)]
-PREFIX, GRPC_BASE, THRIFT_BASE = "dx", 44731, 44231
+ISOLATION = FABRICS["diagnose"]
+PREFIX = ISOLATION.prefix
 PAUSE_LOOP = """
 import sys, time
 from traffic.pfc import send_pause
+from tests.ports import FABRICS
 while True:
     send_pause(sys.argv[1], {3: 65535})
     print("paused", flush=True)
@@ -97,8 +99,7 @@ def _post(server: WebServer, body: dict) -> str:
 
 def test_diagnose_names_the_bad_link(tmp_path) -> None:
     pytest.importorskip("p4switch.compiler", reason="the p4switch compiler is not in the tree")
-    spec = prefixed(build_fabric("leafspine", leaves=2, spines=2, hosts_per_leaf=2), PREFIX,
-                    GRPC_BASE, THRIFT_BASE)
+    spec = ISOLATION.apply(build_fabric("leafspine", leaves=2, spines=2, hosts_per_leaf=2))
     leaf0, leaf1, spine0 = (f"{PREFIX}{n}" for n in ("leaf0", "leaf1", "spine0"))
     uplink = find_link(spec, leaf0, spine0)
     victim = spec.host_nics()[-1].name  # behind leaf1

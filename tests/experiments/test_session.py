@@ -10,16 +10,15 @@ import pytest
 
 from experiments.framework.session import FabricSession
 from mechanisms import program_path
+from tests.ports import FABRICS
 from topos import FabricSpec, build_fabric
-from topos.relocate import prefixed
 
 pytestmark = [pytest.mark.mininet, pytest.mark.root]
 PROGRAM = program_path("ecmp")
 
 
 def fs_fabric() -> FabricSpec:
-    return prefixed(build_fabric("leafspine", leaves=2, spines=1, hosts_per_leaf=1), "fs",
-                    36559, 36090)
+    return FABRICS["session"].apply(build_fabric("leafspine", leaves=2, spines=1, hosts_per_leaf=1))
 
 
 def interfaces() -> set[str]:

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests.ports import FABRICS
+
+HPCC = FABRICS["hpcc"]
+
 pytestmark = [pytest.mark.mininet, pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(300)]
 
 
@@ -20,8 +24,8 @@ def test_hpcc_keeps_the_incast_queue_below_dcqcns(tmp_path) -> None:
     from experiments.framework.congestion_lab import CongestionLab
 
     params = {**EXPERIMENT.defaults, **EXPERIMENT.quick}
-    spec, roles = cc_fabric(params["senders"], prefix="hc", grpc_base=34559,
-                            thrift_base=34090)
+    spec, roles = cc_fabric(params["senders"], prefix=HPCC.prefix,
+                            grpc_base=HPCC.grpc, thrift_base=HPCC.thrift)
     with CongestionLab(spec, host_pps=params["host_pps"], fabric_pps=params["fabric_pps"],
                        depth=params["depth"], fabric_depth=params["fabric_depth"],
                        link_mbps=params["link_mbps"], log_dir=tmp_path) as lab:

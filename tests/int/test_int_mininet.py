@@ -11,8 +11,8 @@ from controller.inband import int_settings
 from controller.lb import LoadBalancing
 from experiments.framework.session import FabricSession
 from mechanisms import program_path
+from tests.ports import FABRICS
 from topos import build_fabric
-from topos.relocate import prefixed
 from traffic.receiver_config import ExpectedFlow, ReceiverConfig
 from traffic.sender_config import QueuePairConfig, SenderConfig
 
@@ -23,8 +23,7 @@ QPN, MESSAGE = 0x51, 48 * 1024
 
 def test_a_receiver_reports_the_records_of_the_path(tmp_path) -> None:
     pytest.importorskip("p4switch.compiler", reason="the p4switch compiler is not in the tree")
-    spec = prefixed(build_fabric("leafspine", leaves=2, spines=1, hosts_per_leaf=1), "ti",
-                    38731, 38231)
+    spec = FABRICS["int"].apply(build_fabric("leafspine", leaves=2, spines=1, hosts_per_leaf=1))
     src, dst = spec.host_nics()[0], spec.host_nics()[-1]
     (first, in_port), = spec.attachments(src.name)
     (last, out_port), = spec.attachments(dst.name)

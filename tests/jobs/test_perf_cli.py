@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from test_perf_report import parse_nccl_tests
 
+from tests.ports import FABRICS
 from topos import build_fabric
-from topos.relocate import prefixed
 
 pytestmark = [pytest.mark.mininet, pytest.mark.root]  # ~8 s on p4switch, ~16 s on BMv2
-PORTS = {"p4switch": ("jc", 48559, 48090), "bmv2": ("jd", 48659, 48190)}
+ISOLATION = {"p4switch": FABRICS["jobs-perf-cli-p4switch"], "bmv2": FABRICS["jobs-perf-cli-bmv2"]}
 
 
 def half_unit(cell: str) -> float:
@@ -28,8 +28,7 @@ def half_unit(cell: str) -> float:
 def test_perf_prints_the_nccl_tests_table(tmp_path: Path, target: str) -> None:
     if target == "p4switch":
         pytest.importorskip("p4switch.compiler", reason="the p4switch compiler is not in the tree")
-    prefix, grpc, thrift = PORTS[target]
-    spec = prefixed(build_fabric("hpn7", segments=1, aggs_per_plane=1), prefix, grpc, thrift)
+    spec = ISOLATION[target].apply(build_fabric("hpn7", segments=1, aggs_per_plane=1))
     fabric = tmp_path / "fabric.json"
     fabric.write_text(spec.to_json())
     proc = subprocess.run(
@@ -56,5 +55,5 @@ def test_perf_prints_the_nccl_tests_table(tmp_path: Path, target: str) -> None:
     busbws = [float(r[f"{s}_busbw"]) for r in rows for s in ("oop", "ip")]
     assert avg == pytest.approx(sum(busbws) / 4, abs=0.01)
     ranks = [line for line in out.splitlines() if line.startswith("#  Rank ")]
-    assert len(ranks) == 4 and f"{prefix}srv1 device  1" in ranks[3]
+    assert len(ranks) == 4 and f"{ISOLATION[target].prefix}srv1 device  1" in ranks[3]
     assert "stand for 400 Gb/s" in out and "# Collective test starting: all_reduce_perf" in out

@@ -19,12 +19,12 @@ from jobs.gpus import cluster_from_fabric
 from jobs.perf import measure
 from jobs.runner import JobRunner, switch_tx
 from jobs.scale import Scale
+from tests.ports import FABRICS
 from topos import build_fabric
-from topos.relocate import prefixed
 
 pytestmark = [pytest.mark.mininet, pytest.mark.root, pytest.mark.slow]
 PROGRAM = Path(__file__).resolve().parents[2] / "p4src" / "ecmp.p4"
-PREFIX, GRPC_BASE, THRIFT_BASE = "jb", 47559, 47090  # names and ports no other test uses
+ISOLATION = FABRICS["jobs-perf-fabric"]
 
 
 @pytest.fixture(autouse=True)
@@ -37,7 +37,7 @@ def delta(after: Counter, before: Counter) -> Counter:
 
 
 def test_collectives_on_hpn7_touch_only_the_links_they_should():
-    spec = prefixed(build_fabric("hpn7"), PREFIX, GRPC_BASE, THRIFT_BASE)
+    spec = ISOLATION.apply(build_fabric("hpn7"))
     cluster = cluster_from_fabric(spec)
     aggs = {sw.name for sw in spec.switches if sw.role == "agg"}
     segment0 = [g for s in cluster.servers if s.group == 0 for g in s.gpus]

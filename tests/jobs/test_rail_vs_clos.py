@@ -11,6 +11,7 @@ import pytest
 from experiments.framework import execute
 from experiments.framework.registry import get
 from experiments.rail_vs_clos.fabric import shared_tor_clos
+from tests.ports import EXPERIMENT_RUNS
 from topos.analysis import shortest_paths
 
 
@@ -28,7 +29,7 @@ def test_a_servers_nics_share_its_tor_and_same_rail_traffic_climbs():
 @pytest.mark.root
 def test_rail_vs_clos_quick(tmp_path):
     result = execute(get("rail-vs-clos"), quick=True, target="p4switch", out=tmp_path / "rc",
-                     overrides={"name_prefix": "rx", "port_base": "53000"},
+                     overrides=EXPERIMENT_RUNS["rail-vs-clos"].overrides,
                      progress=lambda _line: None)
     params = json.loads((result.path / "params.json").read_text())
     assert params["status"] == "complete"

@@ -12,6 +12,7 @@ from experiments.framework.registry import get
 from experiments.rank_mapping.experiment import EXPERIMENT, ORDERS, fabric, max_link_flows
 from jobs.gpus import cluster_from_fabric
 from jobs.placement import rank_order
+from tests.ports import EXPERIMENT_RUNS
 
 
 @pytest.mark.parametrize("quick", [True, False])
@@ -27,7 +28,7 @@ def test_remapping_removes_link_sharing(quick):
 @pytest.mark.root
 def test_rank_mapping_quick(tmp_path):
     result = execute(get("rank-mapping"), quick=True, target="p4switch", out=tmp_path / "rm",
-                     overrides={"name_prefix": "mx", "port_base": "55000"},
+                     overrides=EXPERIMENT_RUNS["rank-mapping"].overrides,
                      progress=lambda _line: None)
     params = json.loads((result.path / "params.json").read_text())
     assert params["status"] == "complete"

@@ -8,6 +8,7 @@ import pytest
 
 from experiments.framework import execute
 from experiments.framework.registry import get
+from tests.ports import EXPERIMENT_RUNS
 
 
 @pytest.mark.mininet
@@ -15,7 +16,7 @@ from experiments.framework.registry import get
 @pytest.mark.root
 def test_scaling_quick(tmp_path):
     result = execute(get("scaling"), quick=True, target="p4switch", out=tmp_path / "sc",
-                     overrides={"name_prefix": "cx", "port_base": "56000"},
+                     overrides=EXPERIMENT_RUNS["scaling"].overrides,
                      progress=lambda _line: None)
     params = json.loads((result.path / "params.json").read_text())
     assert params["status"] == "complete" and params["plots"] == ["scaling.png"]

@@ -9,6 +9,7 @@ import pytest
 
 from experiments.framework import execute
 from experiments.framework.registry import get
+from tests.ports import EXPERIMENT_RUNS
 
 
 @pytest.mark.mininet
@@ -16,7 +17,7 @@ from experiments.framework.registry import get
 @pytest.mark.root
 def test_straggler_names_the_degraded_link(tmp_path):
     result = execute(get("straggler"), quick=True, target="p4switch", out=tmp_path / "st",
-                     overrides={"name_prefix": "gx", "port_base": "52000"},
+                     overrides=EXPERIMENT_RUNS["straggler"].overrides,
                      progress=lambda _line: None)
     params = json.loads((result.path / "params.json").read_text())
     assert params["status"] == "complete"

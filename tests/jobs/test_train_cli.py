@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from fabric_lab.cli import main
+from tests.ports import FABRICS
 from topos.builders import build_fabric
-from topos.relocate import prefixed
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -43,7 +43,7 @@ def test_a_job_that_does_not_fit_the_fabric(tmp_path, capsys):
 @pytest.mark.root
 def test_train_gpt_3d_on_hpn7(tmp_path):
     fabric = tmp_path / "hpn7.json"
-    fabric.write_text(json.dumps(prefixed(build_fabric("hpn7"), "tj", 54000, 54500).to_dict()))
+    fabric.write_text(json.dumps(FABRICS["jobs-train-cli"].apply(build_fabric("hpn7")).to_dict()))
     out = tmp_path / "out"
     done = subprocess.run(
         [sys.executable, "-m", "fabric_lab.cli", "train", str(REPO / "jobs/examples/gpt-3d.yaml"),

@@ -72,11 +72,11 @@ def test_replot_redraws_a_demo_run(tmp_path: Path) -> None:
     """`fabric-lab demo` writes results/demo/<ts> too (not a registered experiment): one short
     uplink stage on a small leaf-spine, its timeline deleted and drawn again."""
     from experiments.demo.run import run_demo
+    from tests.ports import FABRICS
     from topos import build_fabric
-    from topos.relocate import prefixed
 
-    spec = prefixed(build_fabric("leafspine", leaves=2, spines=2, hosts_per_leaf=1), "rp",
-                    46559, 46090)
+    spec = FABRICS["labs-replot"].apply(build_fabric("leafspine", leaves=2, spines=2,
+                                                            hosts_per_leaf=1))
     timeline = run_demo(kinds=["uplink"], spec=spec, before_s=1.0, hold_s=1.0, after_s=1.0,
                         flows_per_pair=2, out=tmp_path / "demo", stream=io.StringIO())
     assert timeline.name == "timeline.png"

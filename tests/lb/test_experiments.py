@@ -10,9 +10,10 @@ import pytest
 from experiments.framework import execute
 from experiments.framework.ballsbins import expected_imbalance
 from experiments.framework.registry import get
+from tests.ports import EXPERIMENT_RUNS
 
 pytestmark = [pytest.mark.mininet, pytest.mark.slow, pytest.mark.root]
-ISOLATED = {"name_prefix": "lx", "port_base": "44000"}
+ISOLATED = EXPERIMENT_RUNS["lb"].overrides
 
 
 def run_quick(name: str, tmp_path, **overrides):

@@ -19,8 +19,8 @@ from controller.pipeline import build_pipeline
 from controller.routes import default_hash_seed
 from experiments.framework.engine_switch import LbSwitch, colliding_sports, roce_frame
 from experiments.framework.lb_lab import FlowSpec, LbLab, LinkLoads
+from tests.ports import FABRICS
 from topos import build_fabric
-from topos.relocate import prefixed
 
 pytestmark = [pytest.mark.mininet, pytest.mark.slow, pytest.mark.root]
 
@@ -33,8 +33,8 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     pytest.importorskip("p4switch.compiler", reason="the p4switch compiler is not in the tree")
-    spec = prefixed(build_fabric("leafspine", leaves=2, spines=2, hosts_per_leaf=2), "lb",
-                    42559, 42090)
+    spec = FABRICS["lb-fabric"].apply(build_fabric("leafspine", leaves=2, spines=2,
+                                                           hosts_per_leaf=2))
     for attempt in range(3):  # another run may briefly hold an interface name
         try:
             running = LbLab(spec, mode="ecmp", log_dir=tmp_path_factory.mktemp("lb-fabric"))

@@ -11,6 +11,7 @@ import pytest
 from experiments.framework import execute, resolve_params
 from experiments.framework.registry import get
 from experiments.hpn_segment.experiment import EXPERIMENT, class_pairs, hpn, run_polarisation
+from tests.ports import EXPERIMENT_RUNS
 
 
 def test_the_three_traffic_classes_are_what_hpn_says():
@@ -46,7 +47,7 @@ def test_one_hash_stage_cannot_polarise_two_same_seed_stages_do():
 def test_segment_quick(tmp_path):
     pytest.importorskip("p4switch.compiler", reason="the p4switch compiler is not in the tree")
     result = execute(get("segment"), quick=True, target="p4switch", out=tmp_path / "seg",
-                     overrides={"name_prefix": "sx", "port_base": "41000"},
+                     overrides=EXPERIMENT_RUNS["hpn-segment"].overrides,
                      progress=lambda _line: None)
     params = json.loads((result.path / "params.json").read_text())
     assert params["status"] == "complete"

@@ -16,11 +16,12 @@ import pytest
 import fabric_lab.web as web
 from fabric_lab.cli import main
 from jobs.progress import CollectiveDone, CollectiveStarted, IterationDone, JobDone, StepDone
+from tests.ports import FABRICS
 from topos import build_fabric
-from topos.relocate import prefixed
 
 pytestmark = [pytest.mark.mininet, pytest.mark.root, pytest.mark.slow]
-PREFIX, GRPC_BASE, THRIFT_BASE = "tw", 57559, 57090  # names and ports no other test uses
+ISOLATION = FABRICS["web-train"]
+PREFIX = ISOLATION.prefix
 JOB = """name: tiny-dp
 servers: 2
 gpus_per_server: 2
@@ -52,8 +53,7 @@ def job_state(port: int) -> dict | None:
 
 def test_train_web_shows_the_running_job(tmp_path: Path, monkeypatch, capsys):
     pytest.importorskip("p4switch.compiler", reason="the p4switch compiler is not in the tree")
-    spec = prefixed(build_fabric("hpn7", segments=1, aggs_per_plane=1), PREFIX, GRPC_BASE,
-                    THRIFT_BASE)
+    spec = ISOLATION.apply(build_fabric("hpn7", segments=1, aggs_per_plane=1))
     fabric = tmp_path / "fabric.json"
     fabric.write_text(spec.to_json())
     job_file = tmp_path / "tiny.yaml"

@@ -14,14 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.ports import FABRICS
 from tests.web.browser import wait_until
 from topos import build_fabric
 from topos.mininet.failures import find_link, link_name
-from topos.relocate import prefixed
 
 pytestmark = [pytest.mark.mininet, pytest.mark.root, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
-PREFIX, GRPC_BASE, THRIFT_BASE = "wu", 43559, 43090  # names and ports no other test uses
+ISOLATION = FABRICS["web-up"]
+PREFIX = ISOLATION.prefix
 
 
 def _get(url: str, path: str) -> bytes:
@@ -40,8 +41,7 @@ def _post(url: str, token: str, body: dict) -> dict:
 
 def test_up_serves_the_web_view_while_the_cli_runs(tmp_path):
     pytest.importorskip("p4switch.compiler", reason="the p4switch compiler is not in the tree")
-    spec = prefixed(build_fabric("leafspine", leaves=2, spines=2, hosts_per_leaf=1), PREFIX,
-                    GRPC_BASE, THRIFT_BASE)
+    spec = ISOLATION.apply(build_fabric("leafspine", leaves=2, spines=2, hosts_per_leaf=1))
     path = tmp_path / "wuleafspine.json"
     path.write_text(spec.to_json())
     env = {**os.environ, "FABRIC_LAB_RUN_DIR": str(tmp_path / "run"), "PYTHONUNBUFFERED": "1"}

@@ -12,15 +12,16 @@ import pytest
 
 from experiments.framework.failover_lab import FailoverLab
 from fabric_lab.web import Sources, serve
+from tests.ports import FABRICS
 from tests.web.browser import launch, open_view, wait_until
 from tests.web.conftest import CHROMIUM
 from topos import build_fabric
 from topos.mininet.failures import link_states
-from topos.relocate import prefixed
 
 pytestmark = [pytest.mark.mininet, pytest.mark.root, pytest.mark.slow,
               pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")]
-PREFIX, GRPC_BASE, THRIFT_BASE = "wv", 42559, 42090  # names and ports no other test uses
+ISOLATION = FABRICS["web-fabric"]
+PREFIX = ISOLATION.prefix
 
 
 def link_class(page, name: str) -> str:
@@ -44,7 +45,7 @@ def test_fail_degrade_and_switch_mode_from_the_page(tmp_path: Path):
     from playwright.sync_api import sync_playwright
 
     pytest.importorskip("p4switch.compiler", reason="the p4switch compiler is not in the tree")
-    spec = prefixed(build_fabric("hpn7"), PREFIX, GRPC_BASE, THRIFT_BASE)
+    spec = ISOLATION.apply(build_fabric("hpn7"))
     with FailoverLab(spec, target="p4switch", log_dir=tmp_path / "logs") as lab:
         flows = lab.plan_flows(lab.default_pairs(), per_pair=2)
         sources = Sources(events=lambda: list(lab.rc.events),

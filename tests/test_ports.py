@@ -1,0 +1,48 @@
+"""tests/ports.py: every test fabric's block apart from every other and from the experiments'
+default blocks, all of them between the default fabrics' ports and the kernel's ephemeral
+port range."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from pathlib import Path
+
+from experiments.framework.registry import all_experiments
+from fabric_lab.figures import APART
+from tests.ports import EXPERIMENT_BLOCK, EXPERIMENT_RUNS, FABRIC_BLOCK, FABRICS
+from topos.addressing import GRPC_PORT_BASE
+
+FIRST_FREE = 10_000  # above the default fabrics' ports (9090 + n, 9559 + n)
+
+
+def _blocks() -> dict[str, range]:
+    blocks = {f"test fabric {name}": range(row.grpc, row.grpc + FABRIC_BLOCK)
+              for name, row in FABRICS.items()}
+    blocks |= {f"test run of {name}": range(run.port_base, run.port_base + EXPERIMENT_BLOCK)
+               for name, run in EXPERIMENT_RUNS.items()}
+    for experiment in all_experiments().values():
+        base = experiment.defaults.get("port_base")
+        if base is not None:
+            blocks[f"experiment {experiment.name}'s default"] = range(base,
+                                                                      base + EXPERIMENT_BLOCK)
+    base = APART["port_base"]
+    blocks["make figures' runs"] = range(base, base + EXPERIMENT_BLOCK)
+    return blocks
+
+
+def test_every_block_is_its_own() -> None:
+    blocks = sorted(_blocks().items(), key=lambda kv: kv[1].start)
+    overlaps = [f"{a} {ra.start}-{ra.stop - 1} and {b} {rb.start}-{rb.stop - 1}"
+                for (a, ra), (b, rb) in pairwise(blocks)
+                if rb.start < ra.stop]
+    assert not overlaps, "overlapping port blocks: " + "; ".join(overlaps)
+    prefixes = [row.prefix for row in FABRICS.values()] + [r.prefix for r in EXPERIMENT_RUNS.values()]
+    assert len(set(prefixes)) == len(prefixes), f"a name prefix is used twice: {sorted(prefixes)}"
+
+
+def test_every_block_lies_below_the_ephemeral_range() -> None:
+    low, _high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    outside = [f"{name} {r.start}-{r.stop - 1}" for name, r in _blocks().items()
+               if r.start < max(FIRST_FREE, GRPC_PORT_BASE) or r.stop > low]
+    assert not outside, (f"port blocks outside {FIRST_FREE}-{low - 1} (below this machine's "
+                         f"ephemeral range, net.ipv4.ip_local_port_range): " + "; ".join(outside))
