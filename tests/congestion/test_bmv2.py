@@ -24,8 +24,7 @@ pytestmark = [pytest.mark.bmv2, pytest.mark.mininet, pytest.mark.slow, pytest.ma
 @pytest.fixture(scope="module")
 def bmv2_incast() -> Iterator[tuple[CongestionLab, Any, dict[str, dict]]]:
     """The quick incast on BMv2 without ECN/PFC, with PFC and with both."""
-    spec, roles = incast_fabric(3, prefix=CV.prefix, grpc_base=CV.grpc,
-                                   thrift_base=CV.thrift)
+    spec, roles = incast_fabric(3, prefix=CV.prefix, grpc_base=CV.grpc, thrift_base=CV.thrift)
     with CongestionLab(spec, host_pps=PARAMS["host_pps"], fabric_pps=PARAMS["fabric_pps"],
                        depth=PARAMS["depth"], link_mbps=PARAMS["link_mbps"],
                        target="bmv2") as lab:

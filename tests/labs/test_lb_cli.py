@@ -70,8 +70,8 @@ class Console:
 
 def test_lb_from_the_cli_and_from_a_second_terminal_and_traffic_by_hand(tmp_path):
     pytest.importorskip("p4switch.compiler", reason="the p4switch compiler is not in the tree")
-    spec = FABRICS["labs-lb-cli"].apply(build_fabric("leafspine", leaves=2, spines=2,
-                                                            hosts_per_leaf=1))
+    spec = FABRICS["labs-lb-cli"].apply(
+        build_fabric("leafspine", leaves=2, spines=2, hosts_per_leaf=1))
     model = tmp_path / "lc.json"
     model.write_text(spec.to_json())
     run = tmp_path / "run"
@@ -148,8 +148,8 @@ def test_a_students_program_with_pcaps_and_trace_logs_and_lb_only_turning_its_kn
     pipeline_copy(work / "include", flowlet.withheld, flowlet.file, flowlet.own_controls)
     program = work / flowlet.file
     program.write_text(flowlet.solution.read_text())
-    spec = FABRICS["labs-lb-plot"].apply(build_fabric("leafspine", leaves=2, spines=2,
-                                                             hosts_per_leaf=1))
+    spec = FABRICS["labs-lb-plot"].apply(
+        build_fabric("leafspine", leaves=2, spines=2, hosts_per_leaf=1))
     model = tmp_path / "lp.json"
     model.write_text(spec.to_json())
     pcaps, logs = tmp_path / "pcap" / "new", tmp_path / "logs"

@@ -75,8 +75,8 @@ def test_replot_redraws_a_demo_run(tmp_path: Path) -> None:
     from tests.ports import FABRICS
     from topos import build_fabric
 
-    spec = FABRICS["labs-replot"].apply(build_fabric("leafspine", leaves=2, spines=2,
-                                                            hosts_per_leaf=1))
+    spec = FABRICS["labs-replot"].apply(
+        build_fabric("leafspine", leaves=2, spines=2, hosts_per_leaf=1))
     timeline = run_demo(kinds=["uplink"], spec=spec, before_s=1.0, hold_s=1.0, after_s=1.0,
                         flows_per_pair=2, out=tmp_path / "demo", stream=io.StringIO())
     assert timeline.name == "timeline.png"

@@ -33,8 +33,8 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     pytest.importorskip("p4switch.compiler", reason="the p4switch compiler is not in the tree")
-    spec = FABRICS["lb-fabric"].apply(build_fabric("leafspine", leaves=2, spines=2,
-                                                           hosts_per_leaf=2))
+    spec = FABRICS["lb-fabric"].apply(
+        build_fabric("leafspine", leaves=2, spines=2, hosts_per_leaf=2))
     for attempt in range(3):  # another run may briefly hold an interface name
         try:
             running = LbLab(spec, mode="ecmp", log_dir=tmp_path_factory.mktemp("lb-fabric"))
