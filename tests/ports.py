@@ -7,7 +7,8 @@ net.ipv4.ip_local_port_range): any outgoing connection may take a port there as 
 and a switch then cannot bind it. tests/test_ports.py checks the table.
 
 - `FABRICS`: `prefixed(spec, prefix, grpc, thrift)`; a block of 200 ports, gRPC from `grpc`,
-  runtime CLI from `grpc + 100` (up to 100 switches).
+  runtime CLI from `grpc + 100` (up to 100 switches). On several servers (the `cluster` row) a
+  switch's runtime CLI listens on its server at that port + `THRIFT_SHIFT` (10000).
 - `EXPERIMENT_RUNS`: `-p name_prefix=... -p port_base=...` for an experiment; a block of 1000,
   as `experiments.framework.isolated` numbers it (gRPC from the base, runtime CLI from base + 500;
   rail-vs-clos and hpn-segment step the base by 100 per fabric).
