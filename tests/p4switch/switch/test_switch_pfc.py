@@ -26,10 +26,11 @@ def test_parse_and_apply_quanta():
     assert parse_pfc(pfc_frame({3: 100, 6: 0})) == [(3, 100), (6, 0)]
     assert parse_pfc(mac(1) + mac(2) + b"\x88\x08\x00\x01" + bytes(50)) is None  # PAUSE
     calls = []
-    rx = PfcReceiver(lambda *a: calls.append(a), priority_queues=4, link_bps=lambda p: 1e9)
-    assert rx.handle(5, pfc_frame({1: 0xFFFF, 7: 10}))
+    rx = PfcReceiver(lambda *a: calls.append(a) or True, priority_queues=4,
+                     link_bps=lambda p: 1e9)
+    assert rx.handle(5, pfc_frame({1: 0xFFFF, 7: 10})) is True
     assert calls == [(5, 1, pytest.approx(0xFFFF * 512 / 1e9))]  # class 7 >= 4 queues
-    assert not rx.handle(5, mac(1) + mac(2) + b"\x08\x00" + bytes(46))
+    assert rx.handle(5, mac(1) + mac(2) + b"\x08\x00" + bytes(46)) is None
 
 
 @pytest.mark.root
