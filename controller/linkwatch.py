@@ -28,24 +28,31 @@ def interface_up(intf: str) -> bool | None:
     return state in ("up", "unknown")  # veths report "up"; some drivers only "unknown"
 
 
-def interface_rx_packets(intf: str) -> int | None:
-    """Frames the kernel has received on `intf` (its statistics), None when it is not here."""
+def interface_counter(intf: str, counter: str) -> int | None:
+    """One of the kernel's statistics of `intf` (`rx_packets`, `tx_dropped`, ...), None when
+    the interface is not here."""
     try:
-        return int((SYS_NET / intf / "statistics" / "rx_packets").read_text())
+        return int((SYS_NET / intf / "statistics" / counter).read_text())
     except (OSError, ValueError):
         return None
 
 
-def root_queue_drops() -> dict[str, int]:
-    """Per interface in this namespace, the frames its root qdisc dropped so far (a shaped
-    link's queue overflowing: congestion); {} when tc cannot tell."""
+def interface_rx_packets(intf: str) -> int | None:
+    """Frames the kernel has received on `intf` (its statistics), None when it is not here."""
+    return interface_counter(intf, "rx_packets")
+
+
+def root_queues() -> dict[str, tuple[int, int]]:
+    """Per interface in this namespace, its root qdisc's (drops so far, frames queued now): a
+    shaped link's queue overflowing (congestion) and what it still holds; {} when tc cannot
+    tell."""
     try:
         done = subprocess.run(["tc", "-s", "-j", "qdisc", "show"], capture_output=True,
                               text=True, timeout=5, check=True)
         qdiscs = json.loads(done.stdout or "[]")
     except (OSError, subprocess.SubprocessError, ValueError):
         return {}
-    return {q["dev"]: int(q.get("drops", 0)) for q in qdiscs
+    return {q["dev"]: (int(q.get("drops", 0)), int(q.get("qlen", 0))) for q in qdiscs
             if isinstance(q, dict) and q.get("root") and "dev" in q}
 
 

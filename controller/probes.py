@@ -4,14 +4,16 @@ Every round (`period`), the prober reads every switch's per-port packet counters
 switch) and sends `probes` frames by P4Runtime packet-out out of both ends of every
 switch-to-switch link (ethertype 0x88B5, dropped by the far switch's pipeline after its ingress
 port counter has counted them). For each direction A:p -> B:q, the frames A's egress counted on p
-since the previous round, less those p's link queue dropped (its root qdisc's drops: congestion,
-not a fault), and B's interface did not receive were lost on the link. What B's interface
-received is the kernel's count (`/sys/class/net/<q>/statistics`) where the interface is in the
-controller's namespace, as Mininet keeps switch ports: a switch starved of CPU, which leaves
-frames in its receive ring or drops them there, or which sends its backlog in one burst that
-overflows its link's queue, is then not taken for a lossy link (that once isolated a leaf's last
-uplink on a loaded machine). Elsewhere (another server's switch) it is B's ingress counter on q
-and no queue drop is known. Judging a whole period at a time keeps the error of reading the
+since the previous round, less those the kernel dropped on p's side (its root qdisc, the link's
+queue, and the veth's own drops: congestion, not a fault) and less the growth of what that queue
+holds (frames on their way), and B's interface did not receive were lost on the link. What B's
+interface received is the kernel's count (`/sys/class/net/<q>/statistics`) where the interface
+is in the controller's namespace, as Mininet keeps switch ports. All of it is read the moment
+A's counters come back: a switch starved of CPU answers right after sending its backlog in one
+burst, which overflows its link's queue and is still in it. Such a switch, or one that leaves
+frames in its receive ring or drops them there, is then not taken for a lossy link (each once
+isolated a link on a loaded machine). Elsewhere (another server's switch) it is B's ingress
+counter on q and no queue is known. Judging a whole period at a time keeps the error of reading the
 ends at slightly different moments small against what crossed the link. Probes keep idle links
 measured; busy links are measured with their traffic too. This uses only packet-out, counters
 and the kernel's interface statistics, so it runs on p4switch and BMv2 alike.
@@ -34,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from controller.fabric import FabricController
-from controller.linkwatch import interface_rx_packets, interface_up, root_queue_drops
+from controller.linkwatch import interface_counter, interface_rx_packets, interface_up, root_queues
 from controller.periodic import Periodic
 from controller.schema import encode
 from topos.model import Link
@@ -43,8 +45,9 @@ log = logging.getLogger(__name__)
 PROBE_ETHERTYPE = 0x88B5
 Counters = dict[int, int]  # port -> packets
 # per switch (rx, tx) port counters; per interface the kernel's received frames, and the
-# frames its link queue dropped
-Snapshot = tuple[dict[str, tuple[Counters, Counters]], dict[str, int], dict[str, int]]
+# (frames dropped so far, frames queued now) on its sending side
+Snapshot = tuple[dict[str, tuple[Counters, Counters]], dict[str, int],
+                 dict[str, tuple[int, int]]]
 Verdict = Callable[[Link, bool], None]
 
 
@@ -55,11 +58,17 @@ class DirectionLoss:
     dst: str
     sent: int
     received: int
-    queue_drops: int = 0  # of `sent`, dropped by the sender's link queue (congestion)
+    queue_drops: int = 0  # of `sent`, dropped on the sender's side by the kernel (congestion)
+    queued: int = 0  # of `sent`, still in the sender's link queue (its growth; may be < 0)
+
+    @property
+    def carried(self) -> int:
+        """What the link itself was given to carry in the round."""
+        return self.sent - self.queue_drops - self.queued
 
     @property
     def lost(self) -> int:
-        return max(0, self.sent - self.queue_drops - self.received)
+        return max(0, self.carried - self.received)
 
     @property
     def loss(self) -> float:
@@ -139,6 +148,8 @@ class LinkProber:
                        for sw in self.switches}
         self._far_intfs = {sw: [ln.other(sw).intf for ln in self.links
                                 if sw in (ln.a.node, ln.b.node)] for sw in self.switches}
+        self._near_intfs = {sw: [ln.end(sw).intf for ln in self.links
+                                 if sw in (ln.a.node, ln.b.node)] for sw in self.switches}
         self.rounds: deque[ProbeRound] = deque(maxlen=ROUNDS_KEPT)  # the latest, oldest first
         self.verdicts = Hysteresis(bad_rounds, good_rounds)
         self._history: dict[tuple[str, str], deque] = {}  # (link, sender) -> recent rounds
@@ -164,28 +175,38 @@ class LinkProber:
         return self.verdicts.isolated
 
     # ---- one round -----------------------------------------------------------------------
-    def _counters(self, switch: str) -> tuple[Counters, Counters, dict[str, int]]:
+    def _counters(self, switch: str
+                  ) -> tuple[Counters, Counters, dict[str, int], dict[str, tuple[int, int]]]:
         """(rx, tx) packets of the switch's probed ports, every cell in one Read; then, at
-        once, what the kernel received on the far interfaces of those ports (where they are in
-        this namespace): read at the moment the switch's tx counts were, whenever the far
-        switch itself answers (a starved one may take a second)."""
+        once, what the kernel received on the far interfaces of those ports, and dropped and
+        holds on the switch's side of them (where they are in this namespace): read at the
+        moment the switch's tx counts were, whenever the switch answers (a starved one may
+        take a second)."""
         rx, tx = self.ctl.port_counters(switch, self._ports[switch])
         far_rx = {intf: n for intf in self._far_intfs[switch]
                   if (n := interface_rx_packets(intf)) is not None}
+        queues = root_queues() if far_rx else {}
+        sending: dict[str, tuple[int, int]] = {}
+        for intf in self._near_intfs[switch]:
+            if intf in queues:
+                drops, held = queues[intf]
+                sending[intf] = (drops + (interface_counter(intf, "tx_dropped") or 0), held)
         return ({port: c[0] for port, c in rx.items()}, {port: c[0] for port, c in tx.items()},
-                far_rx)
+                far_rx, sending)
 
     def _snapshot(self, pool: ThreadPoolExecutor) -> Snapshot:
-        """Every switch's (rx, tx) port counters with the kernel's received frames on the far
-        ends of its links, then the drops of every interface's link queue."""
+        """Every switch's (rx, tx) port counters with the kernel's counts on both ends of its
+        links."""
         futures = {sw: pool.submit(self._counters, sw) for sw in self.switches}
         counters: dict[str, tuple[Counters, Counters]] = {}
         kernel: dict[str, int] = {}
+        queues: dict[str, tuple[int, int]] = {}
         for sw, future in futures.items():
-            rx, tx, far_rx = future.result()
+            rx, tx, far_rx, sending = future.result()
             counters[sw] = (rx, tx)
             kernel.update(far_rx)
-        return counters, kernel, root_queue_drops() if kernel else {}
+            queues.update(sending)
+        return counters, kernel, queues
 
     def _send_probes(self, up: set[str]) -> None:
         """This round's probes over the links that are up (`up`: their a-end interfaces).
@@ -229,9 +250,10 @@ class LinkProber:
                 else:
                     received = (counters[far.node][0].get(far.port, 0)
                                 - counters_before[far.node][0].get(far.port, 0))
-                queue_drops = queued.get(near.intf, 0) - queued_before.get(near.intf, 0)
+                (drops, held), (drops_before, held_before) = (
+                    q.get(near.intf, (0, 0)) for q in (queued, queued_before))
                 directions.append(DirectionLoss(name, near.node, far.node, sent, received,
-                                                max(0, queue_drops)))
+                                                max(0, drops - drops_before), held - held_before))
         bad = sorted({d.link for d in directions if self._bad(d)})
         self._verdicts(bad, {d.link for d in directions})
         result = ProbeRound(started, time.time() - started, directions, bad,
@@ -241,7 +263,7 @@ class LinkProber:
 
     def _bad(self, d: DirectionLoss) -> bool:
         window = self._history.setdefault((d.link, d.src), deque(maxlen=self.verdicts.bad_rounds))
-        window.append((d.sent - d.queue_drops, d.received))  # what the link itself carried
+        window.append((d.carried, d.received))
         sent = sum(w[0] for w in window)
         lost = sent - sum(w[1] for w in window)
         return direction_bad(d.lost, sent, lost, isolated=d.link in self.isolated,

@@ -132,14 +132,12 @@ class TxRing:
         self.max_len = min(FRAME_SIZE - _TX_DATA_AT, max_len)
 
     def put(self, frame: bytes) -> bool:
-        """Queue `frame` (MIN_FRAME..`max_len` bytes); False if the ring is still full after a
-        flush."""
+        """Queue `frame` (MIN_FRAME..`max_len` bytes); False if its slot is not free (the
+        caller flushes, which counts what the kernel refuses, and tries again)."""
         ring = self._map
         at = self._base + self._head * FRAME_SIZE
         if ring[at + _STATUS_LOW] != TP_STATUS_AVAILABLE:
-            self.flush()
-            if ring[at + _STATUS_LOW] != TP_STATUS_AVAILABLE:
-                return False
+            return False
         n = len(frame)
         ring[at + _TX_DATA_AT:at + _TX_DATA_AT + n] = frame
         _TX_LEN.pack_into(ring, at + 4, n, n)

@@ -163,7 +163,8 @@ def test_a_dual_homed_nic_keeps_sending_through_its_other_tor(lab):
 
 
 def _measured(d: DirectionLoss) -> str:
-    return f"{d.src}->{d.dst} {d.lost}/{d.sent} (queue {d.queue_drops})"
+    return (f"{d.src}->{d.dst} {d.lost}/{d.sent} (queue dropped {d.queue_drops}, "
+            f"held {d.queued:+d})")
 
 
 def _losses(lab: FailoverLab, link: str) -> str:

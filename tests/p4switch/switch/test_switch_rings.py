@@ -4,7 +4,9 @@ refused transmissions counted and never sent later, kernel drops when the ring i
 
 from __future__ import annotations
 
+import json
 import select
+import subprocess
 import time
 
 import pytest
@@ -136,16 +138,20 @@ def test_frames_dropped_on_the_way_out_are_lost_alone_and_the_rest_go_out_in_ord
         run("tc", "qdisc", "del", "dev", sw_if, "clsact")
 
 
+@pytest.mark.parametrize("count", [256, 1000])
 @pytest.mark.parametrize("mode", MODES)
-def test_a_full_qdisc_loses_what_it_cannot_take_and_the_rest_arrive_in_order(wire, mode):
-    """The interface's queue (tbf, a few frames deep at 1 Mb/s) refuses most of a 256-frame
-    burst with ENOBUFS: every refused frame counts once, none is sent twice or late."""
+def test_a_full_qdisc_loses_what_it_cannot_take_and_the_rest_arrive_in_order(wire, mode, count):
+    """The interface's queue (tbf, a few frames deep at 1 Mb/s) refuses most of a burst with
+    ENOBUFS: every refused frame counts once, none is sent twice or late, and the queue counts
+    every one the port lost. 1000 frames: more than the transmit ring's 256 slots, whose frames
+    the kernel still holds (the receiver has not read them), so the ring itself fills; its
+    frames then go to the kernel one by one rather than being dropped where the link's queue
+    does not see it (a starved switch's burst once looked like a lossy link that way)."""
     _, host, sw_if = wire
     run("tc", "qdisc", "add", "dev", sw_if, "root", "tbf", "rate", "1mbit", "burst", "1600",
         "limit", "1600")
     port = RawPort(1, sw_if, **MODES[mode])
     try:
-        count = 256
         for i in range(count):
             port.send(frame(60, i))
         port.flush()
@@ -156,6 +162,10 @@ def test_a_full_qdisc_loses_what_it_cannot_take_and_the_rest_arrive_in_order(wir
         c = port.counters
         assert (c.tx_packets, c.tx_errors) == (len(got), count - len(got))
         assert 0 < len(got) < count // 2  # the queue holds a few dozen 60-byte frames
+        shown = subprocess.run(["tc", "-s", "-j", "qdisc", "show", "dev", sw_if], check=True,
+                               capture_output=True, text=True).stdout
+        (root,) = [q for q in json.loads(shown) if q.get("root")]
+        assert root["drops"] == c.tx_errors
     finally:
         port.close()
         run("tc", "qdisc", "del", "dev", sw_if, "root")
