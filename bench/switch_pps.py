@@ -86,8 +86,7 @@ def start_switch(target: str, ports: dict[int, str], log: Path
     argv = get_target(target).argv(model, ports)
     start = time.monotonic()
     with open(log, "ab") as out:
-        proc = spawn(argv, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL)
+        proc = spawn(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     while True:
         if proc.poll() is not None:
             raise SystemExit(f"{target} exited with {proc.returncode}; see {log}")

@@ -125,7 +125,7 @@ class Rig:
             argv += ["--priority-queues", str(self.priority_queues)]
         with open(self.log, "wb") as log:
             self.proc = spawn(argv, stdin=subprocess.DEVNULL, stdout=log,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
+                              stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout
         while True:
             self.check_alive("starting")
