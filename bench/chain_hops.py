@@ -11,9 +11,12 @@ woken with work; involuntary: preempted), and the loss.
 
     sudo .venv/bin/python bench/chain_hops.py [--switches 4] [--rates 1000,4000]
         [--size 1000] [--seconds 4] [--program ecmp] [--target p4switch] [--htb MBPS]
+        [--per-process K]
 
-`--htb` shapes the links between switches as the fabrics do (topos/mininet/shaping.py: an HTB
-class of that rate and a pfifo), so the qdisc's share of a hop can be measured.
+`--per-process K` runs K consecutive switches of the line in one p4switch process
+(`p4switch ARGS :: ARGS`, one loop for their data planes). `--htb` shapes the links between
+switches as the fabrics do (topos/mininet/shaping.py: an HTB class of that rate and a pfifo), so
+the qdisc's share of a hop can be measured.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "bench")]
 
 from proc_accounting import ctx_switches  # noqa: E402
-from switch_pps import cpu_seconds, program_route, start_switch, stop  # noqa: E402
+from switch_pps import cpu_seconds, program_route, start_switches, stop  # noqa: E402
 from switch_pps_io import Bench, drain, run_traffic, sh  # noqa: E402
 
 
@@ -48,7 +51,7 @@ def chain_links(bench: Bench, switches: int, htb_mbps: float | None) -> list[dic
                 from topos.mininet.shaping import run_tc_batch, tc_batch
                 from topos.model import Endpoint, Link
 
-                link = Link(Endpoint("x", end), Endpoint("y", end), rate_mbps=htb_mbps,
+                link = Link(Endpoint("x", 1, end), Endpoint("y", 1, end), rate_mbps=htb_mbps,
                             queue_pkts=1000)
                 run_tc_batch(tc_batch(end, link, netem=False))
         ports[i][2], ports[i + 1][1] = a, b
@@ -64,6 +67,8 @@ def main() -> int:
     p.add_argument("--seconds", type=float, default=4.0)
     p.add_argument("--program", default="ecmp")
     p.add_argument("--target", default="p4switch", choices=("p4switch", "bmv2"))
+    p.add_argument("--per-process", type=int, default=1, metavar="K",
+                   help="switches served by one p4switch process (default 1)")
     p.add_argument("--htb", type=float, default=None, metavar="MBPS",
                    help="shape the links between switches with HTB at this rate")
     args = p.parse_args()
@@ -72,6 +77,8 @@ def main() -> int:
         return 1
     if args.switches < 1:
         p.error("--switches must be 1 or more")
+    if args.per_process < 1 or (args.per_process > 1 and args.target != "p4switch"):
+        p.error("--per-process must be 1 or more, and only p4switch serves several switches")
     from controller.pipeline import build_pipeline
     from mechanisms import program_path
 
@@ -79,16 +86,19 @@ def main() -> int:
     bench = Bench()
     procs = []
     shaped = f"HTB {args.htb:g} Mb/s" if args.htb else "unshaped"
-    print(f"{args.target}, {args.program}.p4, {args.switches} switches in a line, "
+    per = f"{args.per_process} per process" if args.per_process > 1 else "one process each"
+    print(f"{args.target}, {args.program}.p4, {args.switches} switches in a line ({per}), "
           f"{args.size} B frames, links between switches {shaped}; "
           f"load average {os.getloadavg()[0]:.2f} at start")
     try:
         chain = chain_links(bench, args.switches, args.htb)
         with tempfile.TemporaryDirectory() as tmp:
-            for i, ports in enumerate(chain):
-                proc, addr, _ = start_switch(args.target, ports, Path(tmp) / f"s{i}.log")
+            for first in range(0, len(chain), args.per_process):
+                group = chain[first:first + args.per_process]
+                proc, addrs, _ = start_switches(args.target, group, Path(tmp) / f"s{first}.log")
                 procs.append(proc)
-                program_route(addr, pipeline)
+                for addr in addrs:
+                    program_route(addr, pipeline)
             h1, h2 = bench.ns
             print(f"{'pps':>7} {'sent':>7} {'lost':>6} {'CPU µs/hop':>11} "
                   f"{'woken/hop':>10} {'preempted/hop':>14}")

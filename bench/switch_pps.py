@@ -78,22 +78,33 @@ def rss_mb(pid: int) -> float:
 def start_switch(target: str, ports: dict[int, str], log: Path
                  ) -> tuple[subprocess.Popen, str, float]:
     """Start `target` with `--no-p4`; (process, gRPC address, seconds until gRPC accepts)."""
+    proc, addrs, seconds = start_switches(target, [ports], log)
+    return proc, addrs[0], seconds
+
+
+def start_switches(target: str, group: list[dict[int, str]], log: Path
+                   ) -> tuple[subprocess.Popen, list[str], float]:
+    """One `target` process serving a switch per ports map of `group` (more than one: p4switch
+    only), each with `--no-p4`; (process, their gRPC addresses, seconds until all accept)."""
     from targets import get_target
     from topos.model import Switch
 
-    model = Switch("bench", "leaf", 1, device_id=1, grpc_port=free_port(),
-                   thrift_port=free_port())
-    argv = get_target(target).argv(model, ports)
+    models = [Switch(f"bench{i}", "leaf", i + 1, device_id=1, grpc_port=free_port(),
+                     thrift_port=free_port()) for i in range(len(group))]
+    chosen = get_target(target)
+    argvs = [chosen.argv(model, ports) for model, ports in zip(models, group, strict=True)]
+    argv = argvs[0] if len(argvs) == 1 else chosen.group_argv(argvs)  # type: ignore[attr-defined]
     start = time.monotonic()
     with open(log, "ab") as out:
         proc = spawn(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    while True:
-        if proc.poll() is not None:
-            raise SystemExit(f"{target} exited with {proc.returncode}; see {log}")
-        if accepts(model.grpc_port, timeout=0.1):
-            break
-        time.sleep(0.002)
-    return proc, model.grpc_addr, time.monotonic() - start
+    for model in models:
+        while True:
+            if proc.poll() is not None:
+                raise SystemExit(f"{target} exited with {proc.returncode}; see {log}")
+            if accepts(model.grpc_port, timeout=0.1):
+                break
+            time.sleep(0.002)
+    return proc, [model.grpc_addr for model in models], time.monotonic() - start
 
 
 def stop(proc: subprocess.Popen) -> None:

@@ -152,12 +152,14 @@ def sh(*argv: str) -> None:
 
 class Bench:
     """Host namespaces h1 and h2, each linked by a veth pair to a switch-side interface in the
-    root namespace; names carry this process's pid."""
+    root namespace; names carry this process's pid. SIGTERM ends the bench through its
+    `finally` clauses, so `cleanup` still runs."""
 
     def __init__(self) -> None:
         self.tag = f"swb{os.getpid() % 10000}"
         self.ns: list[str] = []
         self.links: list[str] = []
+        signal.signal(signal.SIGTERM, lambda signum, _: sys.exit(128 + signum))
 
     def setup(self) -> tuple[str, str]:
         for i in (1, 2):

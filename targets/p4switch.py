@@ -32,6 +32,15 @@ class P4SwitchTarget(Target):
             return None
         return [python, "-m", "p4switch.switch.forkserver"]
 
+    def group_argv(self, argvs: Sequence[Sequence[str]]) -> list[str]:
+        """One process serving several switches: their `argv` command lines, options joined by
+        `::` (p4switch.switch.options)."""
+        skip = len(self.command)
+        group = list(argvs[0])
+        for argv in argvs[1:]:
+            group += ["::", *argv[skip:]]
+        return group
+
     def with_queues(self, priority_queues: int, pause_link_mbps: float) -> Target:
         return self.with_options("--priority-queues", str(priority_queues),
                                  "--pfc-link-mbps", f"{pause_link_mbps:g}")

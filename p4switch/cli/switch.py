@@ -1,4 +1,5 @@
-"""`p4switch`: run the embedded v1model switch (see `p4switch.switch.options` for the syntax)."""
+"""`p4switch`: run the embedded v1model switch, or several in one process (see
+`p4switch.switch.options` for the syntax)."""
 
 from __future__ import annotations
 
@@ -6,21 +7,21 @@ import logging
 import os
 import sys
 
-from p4switch.switch.options import OptionsError, parse_args
+from p4switch.switch.options import OptionsError, parse_group
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
-        opts = parse_args(argv)
+        group = parse_group(argv)
     except OptionsError as exc:
         for line in str(exc).splitlines():
             print(f"p4switch: error: {line}", file=sys.stderr)
         print("Run p4switch --help for the syntax.", file=sys.stderr)
         return 2
-    from p4switch.switch.process import run_switch
+    from p4switch.switch.process import run_switches
 
-    status = run_switch(opts)
+    status = run_switches(group)
     # Everything is closed by now; skip the interpreter's teardown (joining gRPC's internal
     # threads) so that SIGTERM ends the process promptly.
     logging.shutdown()

@@ -5,6 +5,11 @@ with the traffic manager's next due time as timeout): the engine is single-threa
 thread avoids GIL ping-pong between receive, pipeline and transmit threads. Packet-outs from
 the P4Runtime server are queued with `inject` and picked up by the loop.
 
+`run_dataplanes` serves several switches' data planes from one such loop (a switch group:
+`p4switch ARGS :: ARGS ...`, `process.run_switches`): a frame one of them sends to a veth whose
+peer another one reads is already waiting on that port when the loop polls again, so a packet
+crosses the group's switches in one wake-up of one process.
+
 A packet whose queue is empty, unlimited and not paused goes from ingress straight to egress
 (queue depths 0, timedelta 0), as it would leave at once anyway; only backlogged, rate-limited
 or paused queues hold packets in the traffic manager.
@@ -19,7 +24,7 @@ import select
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from p4switch.switch.device import Device
 from p4switch.switch.linkmon import LinkMonitor
@@ -77,37 +82,48 @@ class Dataplane:
 
     # -- the loop ------------------------------------------------------------------------
     def run(self) -> None:
-        ep = select.epoll()
+        run_dataplanes([self])
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def handlers(self) -> dict[int, Callable[[], None]]:
+        """What the loop calls when each of this data plane's descriptors is readable."""
         handlers: dict[int, Callable[[], None]] = {}
         for port in self.ports.values():
             handlers[port.fileno()] = self._receiver(port)
         handlers[self._wake_r] = self._on_wake
         if self.linkmon is not None:
             handlers[self.linkmon.fileno()] = self.linkmon.handle
-        for fd in handlers:
-            ep.register(fd, select.EPOLLIN)
-        lock, tm, clock, hold = self.device.lock, self.tm, time.monotonic, self.pause_hold
-        try:
-            while not self._stopping.is_set():
-                due = tm.next_due()
-                if hold.threshold is not None:
-                    held = hold.next_due()
-                    due = held if due is None else due if held is None else min(due, held)
-                timeout = -1.0 if due is None else max(0.0, due - clock())
-                events = ep.poll(timeout)
-                with lock:
-                    for fd, _ in events:
-                        handlers[fd]()
-                    if hold.threshold is not None:
-                        for number, frame in hold.due(clock()):
-                            self._transmit(number, frame)
-                    if len(tm):
-                        self._service_queues()
-                    for port in self._unflushed:
-                        port.flush()
-                    self._unflushed.clear()
-        finally:
-            ep.close()
+        return handlers
+
+    def next_due(self) -> float | None:
+        """The monotonic time of this data plane's next timed work (None: none pending)."""
+        due = self.tm.next_due()
+        hold = self.pause_hold
+        if hold.threshold is not None:
+            held = hold.next_due()
+            due = held if due is None else due if held is None else min(due, held)
+        return due
+
+    def serve(self, ready: list[Callable[[], None]]) -> None:
+        """One pass: the ready descriptors' handlers, due pause refreshes, the queues, then
+        one transmit burst per port sent to."""
+        hold = self.pause_hold
+        if not ready and not len(self.tm) and hold.threshold is None:
+            return
+        with self.device.lock:
+            for handler in ready:
+                handler()
+            if hold.threshold is not None:
+                for number, frame in hold.due(time.monotonic()):
+                    self._transmit(number, frame)
+            if len(self.tm):
+                self._service_queues()
+            for port in self._unflushed:
+                port.flush()
+            self._unflushed.clear()
 
     def _receiver(self, port: RawPort) -> Callable[[], None]:
         number, recv, ingress = port.number, port.recv_batch, self._ingress
@@ -222,3 +238,27 @@ class Dataplane:
     def close(self) -> None:
         os.close(self._wake_r)
         os.close(self._wake_w)
+
+
+def run_dataplanes(dataplanes: Sequence[Dataplane]) -> None:
+    """Serve `dataplanes` from this thread until one of them is stopped."""
+    ep = select.epoll()
+    owner: dict[int, tuple[int, Callable[[], None]]] = {}
+    for index, dataplane in enumerate(dataplanes):
+        for fd, handler in dataplane.handlers().items():
+            owner[fd] = (index, handler)
+            ep.register(fd, select.EPOLLIN)
+    clock = time.monotonic
+    ready: list[list[Callable[[], None]]] = [[] for _ in dataplanes]
+    try:
+        while not any(dataplane.stopping for dataplane in dataplanes):
+            dues = [due for dataplane in dataplanes if (due := dataplane.next_due()) is not None]
+            timeout = max(0.0, min(dues) - clock()) if dues else -1.0
+            for fd, _ in ep.poll(timeout):
+                index, handler = owner[fd]
+                ready[index].append(handler)
+            for dataplane, handlers in zip(dataplanes, ready, strict=True):
+                dataplane.serve(handlers)
+                handlers.clear()
+    finally:
+        ep.close()

@@ -8,6 +8,14 @@ As in BMv2, target options (`--grpc-server-addr`, `--cpu-port`, `--drop-port`,
 `--priority-queues`) follow a `--`; the last three are also accepted before it. PROGRAM is a `.p4`
 file or a device-config bundle written by `p4switch-compile` (`*.p4switch.json`). Unlike BMv2,
 the gRPC server binds to loopback unless `--grpc-server-addr` says otherwise.
+
+Several switches in one process (p4switch-only): their command lines joined by `::`,
+
+    p4switch -i 1@s1-eth1 ... --thrift-port 9090 --no-p4 -- --grpc-server-addr 127.0.0.1:9559 \
+          :: -i 1@s2-eth1 ... --thrift-port 9091 --no-p4 -- --grpc-server-addr 127.0.0.1:9560
+
+each switch with its own interfaces, gRPC address and runtime CLI port; one loop serves all their
+data planes (`p4switch.switch.process.run_switches`).
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ DEFAULT_GRPC_ADDR = "127.0.0.1:9559"
 DEFAULT_THRIFT_PORT = 9090
 MAX_PORT = 511
 MAX_PRIORITY_QUEUES = 8  # standard_metadata.priority is 3 bits
+GROUP_SEPARATOR = "::"  # between the command lines of a switch group
 
 
 class OptionsError(Exception):
@@ -181,6 +190,52 @@ def parse_args(argv: list[str]) -> SwitchOptions:
     if errors:
         raise OptionsError("\n".join(errors))
     return opts
+
+
+def parse_group(argv: list[str]) -> list[SwitchOptions]:
+    """Parse one command line, or several joined by `::` (a switch group); every error of every
+    switch at once, each named by its place in the group. Raises OptionsError."""
+    segments: list[list[str]] = [[]]
+    for token in argv:
+        if token == GROUP_SEPARATOR:
+            segments.append([])
+        else:
+            segments[-1].append(token)
+    if len(segments) == 1:
+        return [parse_args(argv)]
+    group: list[SwitchOptions] = []
+    errors: list[str] = []
+    for number, segment in enumerate(segments, 1):
+        if not segment:
+            errors.append(f"switch {number}: empty command line between '{GROUP_SEPARATOR}'")
+            continue
+        try:
+            group.append(parse_args(segment))
+        except OptionsError as exc:
+            errors += [f"switch {number}: {line}" for line in str(exc).splitlines()]
+    if not errors:
+        errors = _group_conflicts(group)
+    if errors:
+        raise OptionsError("\n".join(errors))
+    return group
+
+
+def _group_conflicts(group: list[SwitchOptions]) -> list[str]:
+    """What two switches of one process cannot share: an interface, a gRPC address, a runtime
+    CLI port."""
+    errors = []
+    seen: dict[tuple[str, object], int] = {}
+    for number, opts in enumerate(group, 1):
+        claims: list[tuple[str, object]] = [("interface", name)
+                                            for name in opts.interfaces.values()]
+        claims += [("--grpc-server-addr", opts.grpc_addr), ("--thrift-port", opts.thrift_port)]
+        for claim in claims:
+            if claim in seen:
+                errors.append(f"switch {number}: {claim[0]} {claim[1]} is also switch "
+                              f"{seen[claim]}'s")
+            else:
+                seen[claim] = number
+    return errors
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:

@@ -1,4 +1,4 @@
-"""Lifecycle of one p4switch process.
+"""Lifecycle of one p4switch process: one switch, or a group of switches sharing its loop.
 
 Start-up order makes readiness observable: program loaded, ports open, runtime channel
 listening, and only then the gRPC port accepts connections. SIGTERM/SIGINT stop the data-plane
@@ -12,11 +12,12 @@ import logging
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from p4switch.switch.dataplane import Dataplane
+from p4switch.switch.dataplane import Dataplane, run_dataplanes
 from p4switch.switch.device import Device, ProgramLoadError, load_program
 from p4switch.switch.linkmon import LinkMonitor
 from p4switch.switch.options import SwitchOptions
@@ -57,7 +58,7 @@ def setup_logging(opts: SwitchOptions) -> None:
 
 
 class Switch:
-    """One running switch; `start()` then `run()` (blocks until `stop()` or a signal)."""
+    """One switch: `start()` opens it, `run_switches` serves its data plane, `close()`."""
 
     def __init__(self, opts: SwitchOptions):
         self.opts = opts
@@ -163,13 +164,9 @@ class Switch:
         log.info("port %d (%s) is %s", port, self.opts.interfaces.get(port, "?"),
                  "UP" if up else "DOWN")
 
-    def run(self) -> None:
-        assert self.dataplane is not None
-        try:
-            if not self._stop_requested:  # a signal may have come during start()
-                self.dataplane.run()
-        finally:
-            self.close()
+    @property
+    def stop_requested(self) -> bool:
+        return self._stop_requested
 
     def stop(self) -> None:
         """Ask `run` to return (safe from a signal handler)."""
@@ -195,33 +192,50 @@ class Switch:
             self.dataplane = None
 
 
-def run_switch(opts: SwitchOptions) -> int:
-    """Run a switch until SIGTERM/SIGINT; the process exit status."""
-    setup_logging(opts)
-    switch = Switch(opts)
-
+def run_switches(group: Sequence[SwitchOptions]) -> int:
+    """Run one switch, or a group of switches whose data planes share this process's loop
+    (`p4switch ARGS :: ARGS ...`), until SIGTERM/SIGINT; the process exit status. The group
+    logs as its first switch's options say; a switch that cannot start stops the group."""
+    setup_logging(group[0])
+    switches = [Switch(opts) for opts in group]
     started = False
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         log.info("signal %d: stopping", signum)
         if not started:
             raise _Interrupted  # abandon a start-up that may take a while (compiling)
-        switch.stop()
+        for switch in switches:
+            switch.stop()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    begun: list[Switch] = []
     try:
-        switch.start()
+        for switch in switches:
+            begun.append(switch)
+            switch.start()
         started = True
     except StartupError as exc:
-        print(f"p4switch: {exc}", file=sys.stderr)
+        where = f"switch {len(begun)}: " if len(switches) > 1 else ""
+        print(f"p4switch: {where}{exc}", file=sys.stderr)
+        _close_all(begun)
         return 1
     except _Interrupted:
         started = True  # a second signal now only asks to stop
-        switch.close()
+        _close_all(begun)
         return 0
-    switch.run()
+    try:
+        if not any(switch.stop_requested for switch in switches):  # a signal during start()
+            run_dataplanes([switch.dataplane for switch in switches
+                            if switch.dataplane is not None])
+    finally:
+        _close_all(switches)
     return 0
+
+
+def _close_all(switches: Sequence[Switch]) -> None:
+    for switch in switches:
+        switch.close()
 
 
 class _Interrupted(BaseException):  # not swallowed by `except Exception` on the way

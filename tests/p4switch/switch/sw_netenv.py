@@ -51,6 +51,17 @@ class TestNet:
         run("ip", "-n", ns, "link", "set", host_if, "up")
         return sw_if
 
+    def wire(self, n: int) -> tuple[str, str]:
+        """A veth pair between two switch interfaces, both in this namespace."""
+        a, b = f"{self.prefix}w{n}a", f"{self.prefix}w{n}b"
+        run("ip", "link", "add", a, "type", "veth", "peer", "name", b)
+        self.links.append(a)
+        for end in (a, b):
+            with contextlib.suppress(subprocess.CalledProcessError):
+                run("sysctl", "-qw", f"net.ipv6.conf.{end}.disable_ipv6=1")
+            run("ip", "link", "set", end, "up")
+        return a, b
+
     def set_up(self, iface: str, up: bool, ns: str | None = None) -> None:
         cmd = ["ip"] + (["-n", ns] if ns else []) + ["link", "set", iface,
                                                     "up" if up else "down"]

@@ -6,7 +6,7 @@ import sys
 import pytest
 from sw_proc import REPO
 
-from p4switch.switch.options import OptionsError, parse_args
+from p4switch.switch.options import OptionsError, parse_args, parse_group
 
 
 def test_bmv2_style_command_line(tmp_path):
@@ -66,8 +66,35 @@ def test_bad_arguments_are_named(argv, message):
         parse_args(argv)
 
 
+def test_a_group_is_command_lines_joined_by_double_colons():
+    assert len(parse_group(["--no-p4"])) == 1
+    group = parse_group(["-i", "1@a1", "-i", "2@a2", "--thrift-port", "9091", "--no-p4", "--",
+                         "--grpc-server-addr", "127.0.0.1:9561", "::",
+                         "-i", "1@b1", "--thrift-port", "9092", "--no-p4", "--device-id", "2",
+                         "--", "--grpc-server-addr", "127.0.0.1:9562", "--cpu-port", "255"])
+    assert [opts.interfaces for opts in group] == [{1: "a1", 2: "a2"}, {1: "b1"}]
+    assert [(o.thrift_port, o.grpc_addr, o.device_id, o.cpu_port) for o in group] == [
+        (9091, "127.0.0.1:9561", 0, None), (9092, "127.0.0.1:9562", 2, 255)]
+
+
+def test_every_error_of_a_group_is_named_by_its_switch():
+    with pytest.raises(OptionsError) as err:
+        parse_group(["--no-p4", "--frobnicate", "::", "::", "--no-p4", "--cpu-port", "0"])
+    assert str(err.value).splitlines() == [
+        "switch 1: unrecognized arguments: --frobnicate",
+        "switch 2: empty command line between '::'",
+        "switch 3: --cpu-port must be in 1..511, got 0"]
+    with pytest.raises(OptionsError) as err:  # the defaults clash: say where
+        parse_group(["-i", "1@a", "--no-p4", "::", "-i", "1@a", "--no-p4",
+                     "--thrift-port", "9091"])
+    assert str(err.value).splitlines() == [
+        "switch 2: interface a is also switch 1's",
+        "switch 2: --grpc-server-addr 127.0.0.1:9559 is also switch 1's"]
+
+
 @pytest.mark.parametrize("argv", [["--no-p4", "--frobnicate"], ["--no-p4", "-i", "eth0"],
-                                  ["--no-p4", "x.p4"], ["--no-p4", "--", "--cpu-port", "x"]])
+                                  ["--no-p4", "x.p4"], ["--no-p4", "--", "--cpu-port", "x"],
+                                  ["--no-p4", "::", "--no-p4"]])
 def test_bad_command_line_exits_2_with_a_message(argv):
     res = subprocess.run([sys.executable, "-m", "p4switch.cli.switch", *argv], cwd=REPO,
                          capture_output=True, text=True, timeout=30)
