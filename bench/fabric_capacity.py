@@ -2,7 +2,7 @@
 
     sudo .venv/bin/python bench/fabric_capacity.py [--quick] [--target both|p4switch|bmv2]
         [--fabric leafspine,hpn7] [--repeat N] [--start-pps PPS] [--factor F] [--refine N]
-        [--dwell S] [--size BYTES] [--queue-depth PKTS]
+        [--dwell S] [--size BYTES] [--queue-depth PKTS] [--switch-processes N]
 
 Per fabric and target, one fabric is brought up (as the experiments do: `FailoverLab`, the
 reconvergence loop on, link probes off; names prefixed `fc`, so it runs beside other fabrics) and
@@ -39,6 +39,8 @@ that fell behind). The summary has each ramp's best step and, at the best, the s
 per packet-hop (µs) and packet-hops per switch wake-up (how many packets a switch forwards
 each time it wakes).
 The first step is 40 datagrams/s per flow on p4switch, 10 on BMv2 (`--start-pps`).
+`--switch-processes N`: p4switch's rows with the fabric's switches served by N processes
+(`fabric-lab up --switch-processes`, target `p4switch/N`) instead of one process each.
 `--quick`: steps x1.6, 3 s dwell, no refinement (a few minutes for both fabrics on one target).
 Without BMv2 installed (`source /work/shared/p4lang/env.sh`) its rows are skipped with a message.
 """
@@ -181,7 +183,7 @@ class Probe:
     def __init__(self, lab: FailoverLab, traffic_pids: list[int]):
         self.lab = lab
         self.groups = {
-            "switches": [lab.net.switch(sw.name).proc.pid for sw in lab.spec.switches],
+            "switches": sorted({lab.net.switch(sw.name).proc.pid for sw in lab.spec.switches}),
             "hosts": with_children(traffic_pids),
             "controller": [os.getpid()],
             "ksoftirqd": ksoftirqd_pids(),
@@ -264,7 +266,7 @@ def run_step(lab: FailoverLab, flows: list[Flow], clis: dict[str, RuntimeCli], p
 
 
 # ---- the ramp ----------------------------------------------------------------------------
-HEADER = (f"{'fabric':<10}{'target':<9}{'pps/flow':>9}{'flows':>6}{'hops/s':>9}{'window':>8}"
+HEADER = (f"{'fabric':<10}{'target':<11}{'pps/flow':>9}{'flows':>6}{'hops/s':>9}{'window':>8}"
           f"{'sw drop':>8}{'lost':>7}{'slow':>5}{'worst':>6}{'switch%':>8}{'hosts%':>7}"
           f"{'ctl%':>6}{'ksirqd%':>8}{'softirq%':>9}{'others%':>8}{'ctx/pkt':>8}"
           f"{'wakeup/s':>9}{'load':>6}  verdict")
@@ -272,7 +274,7 @@ HEADER = (f"{'fabric':<10}{'target':<9}{'pps/flow':>9}{'flows':>6}{'hops/s':>9}{
 
 def row(fabric: str, target: str, s: Step) -> str:
     c = s.cpu
-    return (f"{fabric:<10}{target:<9}{s.pps:>9.0f}{s.flows:>6}{s.hops_per_s:>9.0f}"
+    return (f"{fabric:<10}{target:<11}{s.pps:>9.0f}{s.flows:>6}{s.hops_per_s:>9.0f}"
             f"{s.window_hops_per_s:>8.0f}{s.switch_drops:>8}{s.lost:>7}{s.lagging:>5}"
             f"{s.worst_rate:>6.2f}{c['switches']:>8.0f}{c['hosts']:>7.0f}{c['controller']:>6.0f}"
             f"{c['ksoftirqd']:>8.0f}{s.softirq_pct:>9.0f}{s.others_pct:>8.0f}"
@@ -297,7 +299,7 @@ def ramp(lab: FailoverLab, flows: list[Flow], clis: dict[str, RuntimeCli], args:
     """Raise the rate until a step fails, then bisect; the best passing step."""
     best: Step | None = None
     failed: float | None = None
-    pps = args.start_pps or START_PPS[target]
+    pps = args.start_pps or START_PPS[target.partition("/")[0]]
     for _ in range(args.max_steps):
         step = run_step(lab, flows, clis, pps, args.size, args.dwell, args.tolerance)
         print(row(fabric, target, step), flush=True)
@@ -321,8 +323,9 @@ def ramp(lab: FailoverLab, flows: list[Flow], clis: dict[str, RuntimeCli], args:
 def bench(fabric: str, target: str, args: argparse.Namespace, bests: list[Step | None]) -> None:
     """Bring the fabric up and ramp `--repeat` times; each ramp's best step goes to `bests`."""
     spec = fabric_spec(fabric, args.link_mbps, args.delay_ms, args.queue_pkts)
-    tgt = get_target(target)
-    with FailoverLab(spec, target=target, reconverge=True, probes=False) as lab:
+    name, _, processes = target.partition("/")
+    tgt = get_target(name).sharing_processes(int(processes) if processes else None)
+    with FailoverLab(spec, target=tgt, reconverge=True, probes=False) as lab:
         clis = ({sw.name: tgt.cli(sw.thrift_port) for sw in spec.switches}
                 if tgt.caps.reports_tm_stats and tgt.caps.serves_runtime_cli else {})
         try:
@@ -340,18 +343,18 @@ def bench(fabric: str, target: str, args: argparse.Namespace, bests: list[Step |
 
 def summary(results: list[tuple[str, str, list[Step | None]]]) -> None:
     print("\nhighest lossless packet-hops/s (each ramp), and the CPU split at the best step:")
-    print(f"{'fabric':<10}{'target':<9}{'packet-hops/s':>24}{'median':>8}{'pps/flow':>9}"
+    print(f"{'fabric':<10}{'target':<11}{'packet-hops/s':>24}{'median':>8}{'pps/flow':>9}"
           f"{'switch%':>8}{'hosts%':>7}{'ctl%':>6}{'softirq%':>9}{'others%':>8}{'ctx/pkt':>8}"
           f"{'wakeup/s':>9}{'sw µs/hop':>10}{'hops/sw wakeup':>15}{'NET sirq/s':>11}")
     for fabric, target, bests in results:
         passed = [b for b in bests if b is not None]
         if not passed:
-            print(f"{fabric:<10}{target:<9}{'no step passed' if bests else 'no ramp finished':>24}")
+            print(f"{fabric:<10}{target:<11}{'no step passed' if bests else 'no ramp finished':>24}")
             continue
         each = ", ".join(f"{b.hops_per_s:.0f}" for b in passed)
         top = max(passed, key=lambda b: b.hops_per_s)
         c = top.cpu
-        print(f"{fabric:<10}{target:<9}{each:>24}"
+        print(f"{fabric:<10}{target:<11}{each:>24}"
               f"{statistics.median(b.hops_per_s for b in passed):>8.0f}{top.pps:>9.0f}"
               f"{c['switches']:>8.0f}{c['hosts']:>7.0f}{c['controller']:>6.0f}"
               f"{top.softirq_pct:>9.0f}{top.others_pct:>8.0f}{top.ctx_per_packet:>8.2f}"
@@ -384,6 +387,8 @@ def main() -> int:
     parser.add_argument("--queue-pkts", type=int, default=1000, help="link queue (tc)")
     parser.add_argument("--queue-depth", type=int, default=None,
                         help="switch egress queue depth (default: the target's, 64)")
+    parser.add_argument("--switch-processes", type=int, default=None, metavar="N",
+                        help="p4switch: the fabric's switches served by N processes")
     args = parser.parse_args()
     for key, value in (QUICK if args.quick else FULL).items():  # what the options left open
         if getattr(args, key) is None:
@@ -396,6 +401,8 @@ def main() -> int:
     if (args.start_pps is not None and args.start_pps <= 0) or args.dwell <= 0 \
             or args.repeat < 1:
         errors.append("--start-pps and --dwell must be positive, --repeat at least 1")
+    if args.switch_processes is not None and args.switch_processes < 1:
+        errors.append(f"--switch-processes must be 1 or more, got {args.switch_processes}")
     if not 0 < args.tolerance < 1:
         errors.append(f"--tolerance must be between 0 and 1, got {args.tolerance:g}")
     if errors:
@@ -420,10 +427,13 @@ def main() -> int:
                 print(f"{target}: not installed, skipped "
                       "(BMv2: source /work/shared/p4lang/env.sh)")
                 continue
+            label = target
+            if target == "p4switch" and args.switch_processes is not None:
+                label = f"p4switch/{args.switch_processes}"
             for fabric in fabrics:
                 bests: list[Step | None] = []
-                results.append((fabric, target, bests))
-                bench(fabric, target, args, bests)
+                results.append((fabric, label, bests))
+                bench(fabric, label, args, bests)
     except KeyboardInterrupt:
         print("interrupted; the fabric is down", file=sys.stderr)
         return 130

@@ -93,7 +93,7 @@ def start_switches(target: str, group: list[dict[int, str]], log: Path
                      thrift_port=free_port()) for i in range(len(group))]
     chosen = get_target(target)
     argvs = [chosen.argv(model, ports) for model, ports in zip(models, group, strict=True)]
-    argv = argvs[0] if len(argvs) == 1 else chosen.group_argv(argvs)  # type: ignore[attr-defined]
+    argv = argvs[0] if len(argvs) == 1 else chosen.group_argv(argvs)
     start = time.monotonic()
     with open(log, "ab") as out:
         proc = spawn(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)

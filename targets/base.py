@@ -59,6 +59,9 @@ class Capabilities:
     # Group reads give every member the watch port of the group's last member (PI f96af95,
     # `DeviceMgrImp::action_profile_group_read`), so read-back watch ports cannot be compared.
     group_reads_lose_watch_ports: bool = False
+    # One process serves several switches (`Target.group_argv`), so a fabric's switches can
+    # share a few processes (`Target.sharing_processes`).
+    serves_several_switches: bool = False
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,8 @@ class Target(ABC):
     caps: Capabilities
     switch_options: tuple[str, ...] = ()
     log_level: str | None = None  # -L/--log-level of both switches (trace: every table hit)
+    # a fabric's switches shared among this many processes (None: one process per switch)
+    switch_processes: int | None = None
     # where `--cpu-port` and `switch_options` go: after `--` (simple_switch_grpc's target
     # options) or before it
     target_options_after_separator: ClassVar[bool] = False
@@ -145,6 +150,19 @@ class Target(ABC):
 
     def with_options(self, *options: str) -> Target:
         return dataclasses.replace(self, switch_options=(*self.switch_options, *options))
+
+    def sharing_processes(self, processes: int | None) -> Target:
+        """This target with a fabric's switches served by `processes` processes (None: one each);
+        TargetError where one process cannot serve several switches."""
+        if processes is not None and not self.caps.serves_several_switches:
+            raise TargetError(f"target {self.name} runs one switch per process")
+        if processes is not None and processes < 1:
+            raise TargetError(f"switch processes must be 1 or more, got {processes}")
+        return dataclasses.replace(self, switch_processes=processes)
+
+    def group_argv(self, argvs: Sequence[Sequence[str]]) -> list[str]:
+        """One command line starting the switches of `argvs` (each `argv`'s) in one process."""
+        raise TargetError(f"target {self.name} runs one switch per process")
 
     # ---- compiling -----------------------------------------------------------------------
     @abstractmethod

@@ -73,4 +73,5 @@ class P4SwitchTarget(Target):
 
 P4SWITCH = P4SwitchTarget(
     "p4switch", ("p4switch",), requires=("p4switch",),
-    caps=Capabilities(can_pause_queues=True, reports_tm_stats=True, serves_runtime_cli=True))
+    caps=Capabilities(can_pause_queues=True, reports_tm_stats=True, serves_runtime_cli=True,
+                      serves_several_switches=True))

@@ -39,6 +39,7 @@ from topos.mininet import failures as links
 from topos.model import FabricSpec, Link
 
 if TYPE_CHECKING:
+    from targets import Target
     from topos.mininet.cluster import ClusterOptions
 
 __all__ = ["KINDS", "FailoverLab", "Failure", "Flow", "FlowRun", "pick_failure", "settle"]
@@ -60,7 +61,8 @@ class FailoverLab(SessionLab):
     """A `FabricSession` (switches, controller, reconvergence loop, probes) with flows to run
     and links to fail."""
 
-    def __init__(self, spec: FabricSpec, *, target: str = "p4switch", program: Path = PROGRAM,
+    def __init__(self, spec: FabricSpec, *, target: str | Target = "p4switch",
+                 program: Path = PROGRAM,
                  log_dir: Path | None = None, reconverge: bool = True, probes: bool = True,
                  probe_period: float = 1.0, watch_interval: float = 0.05,
                  cluster: ClusterOptions | None = None):

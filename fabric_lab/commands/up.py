@@ -78,6 +78,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="scale parameters, e.g. --scale segments=3")
     parser.add_argument("--target", default="auto", choices=targets.CHOICES,
                         help="switch target (default: auto = p4switch; bmv2 only when asked for)")
+    parser.add_argument("--switch-processes", type=int, metavar="N",
+                        help="p4switch: serve all switches from N processes (e.g. one per core) "
+                             "instead of one process each; a packet crossing switches of "
+                             "one process is forwarded by each in one wake-up")
     add_program_args(parser)
     parser.add_argument("--flowlet-gap-us", type=int, metavar="US",
                         help="flowlet gap in µs (with --program p4src/flowlet.p4)")
@@ -85,7 +89,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="capture every switch port into DIR (made if missing): "
                              "<iface>_in.pcap and <iface>_out.pcap, e.g. leaf0-eth1_in.pcap")
     parser.add_argument("--log-dir", type=Path, metavar="DIR",
-                        help="switch logs into DIR, one <switch>.log each")
+                        help="switch logs into DIR, one <switch>.log each (switches<N>.log per "
+                             "process with --switch-processes)")
     parser.add_argument("--log-level", choices=LOG_LEVELS, metavar="LEVEL",
                         help="switch log level (" + ", ".join(LOG_LEVELS) + "): trace logs "
                              "every packet and table hit; both p4switch and BMv2")
@@ -142,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
         with timer.stage("fabric model"):
             spec = load_fabric(args.fabric, args.scale)
             target = get_target(args.target).ensure_available().with_log_level(
-                args.log_level)
+                args.log_level).sharing_processes(args.switch_processes)
             cluster = cluster_options(args)
             if args.pcap is not None:
                 args.pcap = args.pcap.resolve()

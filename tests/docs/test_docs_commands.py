@@ -117,18 +117,25 @@ def check_fabric_lab(command: DocCommand) -> None:
 
 
 def check_p4switch(command: DocCommand) -> None:
-    from p4switch.switch.options import main_parser, target_parser
+    """Each command line of it (several switches' are joined by `::`) as the switch parses it."""
+    from p4switch.switch.options import GROUP_SEPARATOR, main_parser, target_parser
 
-    argv = list(command.argv[1:])
-    main_argv, target_argv = argv, []
-    if "--" in argv:
-        cut = argv.index("--")
-        main_argv, target_argv = argv[:cut], argv[cut + 1:]
-    with raising_parsers():
-        for parser, part in ((main_parser(), main_argv), (target_parser(), target_argv)):
-            _, rest = parser.parse_known_args(part)
-            if rest:
-                raise ArgvError(f"{parser.prog}: unrecognized arguments: {' '.join(rest)}")
+    segments: list[list[str]] = [[]]
+    for token in command.argv[1:]:
+        if token == GROUP_SEPARATOR:
+            segments.append([])
+        else:
+            segments[-1].append(token)
+    for argv in segments:
+        main_argv, target_argv = argv, []
+        if "--" in argv:
+            cut = argv.index("--")
+            main_argv, target_argv = argv[:cut], argv[cut + 1:]
+        with raising_parsers():
+            for parser, part in ((main_parser(), main_argv), (target_parser(), target_argv)):
+                _, rest = parser.parse_known_args(part)
+                if rest:
+                    raise ArgvError(f"{parser.prog}: unrecognized arguments: {' '.join(rest)}")
 
 
 def check_p4switch_tool(command: DocCommand) -> None:

@@ -90,3 +90,29 @@ def test_a_failing_setup_hook_undoes_what_came_up_before_it():
     links = {ln.a.intf for ln in spec.links if spec.is_switch(ln.a.node)}
     assert not links & interfaces()
     session.stop()  # a second stop is harmless
+
+
+def test_switches_sharing_two_processes_forward_across_both_and_stop(tmp_path):
+    """leaf0, leaf1 and spine0 dealt to two p4switch processes: a ping from leaf0's host to
+    leaf1's crosses both; each process logs to switches<N>.log; nothing outlives the session."""
+    from targets import get_target
+
+    spec = fs_fabric()
+    target = get_target("p4switch").sharing_processes(2)
+    with FabricSession(spec, program=PROGRAM, target=target, log_dir=tmp_path) as session:
+        nodes = {sw.name: session.net.switch(sw.name) for sw in spec.switches}
+        pids = {name: node.proc.pid for name, node in nodes.items()}
+        first, second, third = (sw.name for sw in spec.switches)
+        assert pids[first] == pids[third] != pids[second]  # dealt one each in turn
+        recorded = [p for p in session.net.state.processes if p.kind == "switch"]
+        assert sorted(p.name for p in recorded) == ["switches1", "switches2"]
+        assert {p.pid for p in recorded} == set(pids.values())
+        ping = session.host(spec.host_nics()[0].name).popen(
+            ["ping", "-c", "3", "-i", "0.2", "-W", "2", spec.host_nics()[-1].ip],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert ping.wait(10) == 0, ping.stderr.read()
+        assert sorted(path.name for path in tmp_path.glob("*.log")) == [
+            "switches1.log", "switches2.log"]
+        links = {ln.a.intf for ln in spec.links if spec.is_switch(ln.a.node)}
+    assert not links & interfaces(), "links left behind"
+    assert not [p for p in recorded if p.alive()], "processes left behind"

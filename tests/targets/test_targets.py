@@ -57,6 +57,7 @@ def test_capabilities_are_named_not_looked_up_by_name() -> None:
     assert BMV2.caps.group_needs_live_member and not P4SWITCH.caps.group_needs_live_member
     assert BMV2.caps.group_reads_lose_watch_ports
     assert not P4SWITCH.caps.group_reads_lose_watch_ports
+    assert P4SWITCH.caps.serves_several_switches and not BMV2.caps.serves_several_switches
 
 
 def test_p4switch_argv() -> None:
@@ -103,6 +104,28 @@ def test_queue_options_go_where_each_target_takes_them() -> None:
     assert "--pfc-link-mbps" not in theirs  # BMv2 does not pause: nothing to time
     assert P4SWITCH.with_queues(8, 1).caps == P4SWITCH.caps
     assert P4SWITCH.switch_options == ()  # the registry's target is unchanged
+
+
+def test_switches_share_processes_only_where_the_target_serves_several() -> None:
+    spec = build_fabric("leafspine")
+    argvs = [P4SWITCH.argv(sw, spec.ports(sw.name)) for sw in spec.switches[:3]]
+    group = P4SWITCH.group_argv(argvs)
+    assert group[0].endswith("p4switch") and group.count("::") == 2
+    segments = " ".join(group[1:]).split(" :: ")
+    assert segments == [" ".join(argv[1:]) for argv in argvs]
+    from p4switch.switch.options import parse_group  # what the switch makes of it
+
+    assert [opts.grpc_addr for opts in parse_group(group[1:])] == [
+        sw.grpc_addr for sw in spec.switches[:3]]
+    shared = P4SWITCH.sharing_processes(2)
+    assert shared.switch_processes == 2 and P4SWITCH.switch_processes is None
+    assert shared.sharing_processes(None).switch_processes is None
+    with pytest.raises(TargetError, match="target bmv2 runs one switch per process"):
+        BMV2.sharing_processes(2)
+    with pytest.raises(TargetError, match="target bmv2 runs one switch per process"):
+        BMV2.group_argv(argvs)
+    with pytest.raises(TargetError, match="must be 1 or more, got 0"):
+        P4SWITCH.sharing_processes(0)
 
 
 def test_availability() -> None:

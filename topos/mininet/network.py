@@ -30,9 +30,10 @@ from typing import TYPE_CHECKING, Any
 from mininet.net import Mininet
 
 from targets import Target
+from targets.base import TargetError
 from topos.mininet.forked import ForkServerClient
 from topos.mininet.leftovers import LeftoverError, clear_dead_runs, refuse_unrecorded
-from topos.mininet.nodes import FabricHost, P4Switch
+from topos.mininet.nodes import FabricHost, P4Switch, SharedProcess
 from topos.mininet.patch import PatchedLink, PatchError, patch_names
 from topos.mininet.runstate import RunState
 from topos.mininet.shaping import netem_available, run_tc_batch, tc_batch
@@ -173,13 +174,14 @@ class FabricNetwork:
             host = self.net.addHost(nic.name, **{"cls": FabricHost, **self._node_params(nic.name)},
                                     nic=nic, peers=peers, ip=None)
             self._record(host, "host")
+        shared = self._shared_processes()
         for sw in self.spec.switches:
             node = self.net.addSwitch(
                 sw.name, **{"cls": P4Switch, **self._node_params(sw.name)}, model=sw,
                 ports=self.spec.ports(sw.name), target=self.target, log_dir=self.log_dir,
                 pcap_dir=self.pcap_dir, log_console=self.log_console,
                 ready_timeout=self.ready_timeout, stop_timeout=self.stop_timeout,
-                forkserver=self.forkserver,
+                forkserver=self.forkserver, shared=shared.get(sw.name),
                 on_start=lambda pid, name=sw.name: self._started(pid, name))
             self._record(node, "node")
         self.state.save()
@@ -188,6 +190,21 @@ class FabricNetwork:
                              port1=ln.a.port, port2=ln.b.port, intfName1=ln.a.intf,
                              intfName2=ln.b.intf, addr1=ln.a.mac, addr2=ln.b.mac,
                              **self._link_params(ln))
+
+    def _shared_processes(self) -> dict[str, SharedProcess]:
+        """Switch name -> the process serving it, when the target shares `switch_processes`
+        processes among the fabric's switches: dealt in the spec's order, one each in turn, so
+        that every process serves switches of every tier."""
+        count = None if self.target is None else self.target.switch_processes
+        if count is None:
+            return {}
+        assert self.target is not None
+        names = [sw.name for sw in self.spec.switches]
+        count = min(count, len(names))
+        procs = [SharedProcess(f"switches{i + 1}", self.target, self.log_dir, self.forkserver,
+                               on_start=functools.partial(self._started, name=f"switches{i + 1}"))
+                 for i in range(count)]
+        return {name: procs[i % count] for i, name in enumerate(names)}
 
     def _link_params(self, _ln: Link) -> dict[str, Any]:
         """Extra addLink parameters: links are patched (`topos.mininet.patch`) so that they fail
@@ -273,6 +290,9 @@ def fabric_network(spec: FabricSpec, target: Target | None, *,
     machine, else a FabricNetwork; `options` are FabricNetwork's."""
     if cluster is None or not cluster.spreads():
         return FabricNetwork(spec, target, **options)
+    if target is not None and target.switch_processes is not None:
+        raise TargetError("switches sharing processes run on one server only; leave out "
+                          "--switch-processes or --servers")
     from topos.mininet.cluster import ClusterNetwork  # loads Mininet's cluster edition
 
     return ClusterNetwork(spec, target, cluster=cluster, **options)

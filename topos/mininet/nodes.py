@@ -80,19 +80,61 @@ class OwnedProcesses:
         return super().popen(*args, **kwargs)  # type: ignore[misc]
 
 
+def _launch(argv: list[str], log_path: Path, forkserver: ForkServerClient | None
+            ) -> subprocess.Popen | ForkedProcess:
+    """Start a target process: forked by `forkserver` when there is one, else exec'd."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    if forkserver is not None:
+        return forkserver.launch(argv, log_path)
+    with open(log_path, "wb") as log:
+        return spawn(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                     start_new_session=True)
+
+
+class SharedProcess:
+    """One target process serving several switch nodes (`Target.group_argv`): launched when
+    the last of its `members` starts, and every member's `proc`; stopping one member stops it."""
+
+    def __init__(self, name: str, target: Target, log_dir: Path,
+                 forkserver: ForkServerClient | None = None,
+                 on_start: Callable[[int], None] | None = None):
+        self.name = name
+        self.target = target
+        self.log_path = Path(log_dir) / f"{name}.log"
+        self.forkserver = forkserver
+        self.on_start = on_start
+        self.members: list[P4Switch] = []
+        self._waiting: set[str] = set()
+
+    def member_started(self, node: P4Switch) -> None:
+        """`node` has its argv; once every member has, start the process."""
+        self._waiting.add(node.name)
+        if len(self._waiting) < len(self.members):
+            return
+        self._waiting.clear()
+        proc = _launch(self.target.group_argv([m.argv for m in self.members]), self.log_path,
+                       self.forkserver)
+        for member in self.members:
+            member.proc = proc
+        if self.on_start:
+            self.on_start(proc.pid)
+
+
 class P4Switch(OwnedProcesses, Switch):
     """A switch node whose data plane is a Target process (p4switch or simple_switch_grpc).
 
     `target=None` starts no process and only prepares the ports: a hosts-and-links mode for tests
     and the bring-up benchmark, never for experiments. With a `forkserver` the target process is
-    forked from it (`topos.mininet.forked`) rather than started as a program.
+    forked from it (`topos.mininet.forked`) rather than started as a program; with `shared` the
+    process serves this switch and others (`SharedProcess`).
     """
 
     def __init__(self, name: str, model: SwitchModel, ports: dict[int, str],
                  target: Target | None, log_dir: Path, *, pcap_dir: Path | None = None,
                  log_console: bool = False, ready_timeout: float = 20.0,
                  stop_timeout: float = 5.0, on_start: Callable[[int], None] | None = None,
-                 forkserver: ForkServerClient | None = None, **params: Any):
+                 forkserver: ForkServerClient | None = None,
+                 shared: SharedProcess | None = None, **params: Any):
         params.pop("inNamespace", None)
         super().__init__(name, dpid=f"{model.device_id:x}", inNamespace=False, **params)
         self.model = model
@@ -105,12 +147,16 @@ class P4Switch(OwnedProcesses, Switch):
         self.stop_timeout = stop_timeout
         self.on_start = on_start
         self.forkserver = forkserver
+        self.shared = shared
+        if shared is not None:
+            shared.members.append(self)
         self.proc: subprocess.Popen | ForkedProcess | None = None
         self.argv: list[str] = []
 
     @property
     def log_path(self) -> Path:
-        return self.log_dir / f"{self.name}.log"
+        return self.shared.log_path if self.shared is not None else \
+            self.log_dir / f"{self.name}.log"
 
     def prepare_ports(self) -> None:
         """Ports up, IPv6 off (one command each for all ports), offloads off (side by side)."""
@@ -135,19 +181,19 @@ class P4Switch(OwnedProcesses, Switch):
                                    f"`fabric-lab clean`)")
         self.argv = self.target.argv(self.model, self.p4_ports, pcap_dir=self.pcap_dir,
                                      log_console=self.log_console)
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        if self.forkserver is not None:
-            self.proc = self.forkserver.launch(self.argv, self.log_path)
-        else:
-            with open(self.log_path, "wb") as log:
-                self.proc = spawn(self.argv, stdin=subprocess.DEVNULL, stdout=log,
-                                  stderr=subprocess.STDOUT, start_new_session=True)
+        if self.shared is not None:
+            self.shared.member_started(self)
+            return
+        self.proc = _launch(self.argv, self.log_path, self.forkserver)
         if self.on_start:
             self.on_start(self.proc.pid)
 
     def wait_ready(self, deadline: float) -> None:
         """Poll until the gRPC port accepts a connection; fail early if the process exits."""
         if self.proc is None:
+            if self.shared is not None and self.target is not None:
+                raise SwitchStartError(f"{self.name}: its process ({self.shared.name}) did not "
+                                       "start: not every switch it serves was started")
             return
         port = self.model.grpc_port
         while not grpc_listening(port):
