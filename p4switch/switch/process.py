@@ -169,7 +169,7 @@ class Switch:
         return self._stop_requested
 
     def stop(self) -> None:
-        """Ask `run` to return (safe from a signal handler)."""
+        """Ask the loop serving this switch to return (safe from a signal handler)."""
         self._stop_requested = True
         if self.dataplane is not None:
             self.dataplane.stop()

@@ -57,7 +57,7 @@ def _span(values: list[float]) -> tuple[float, float]:
     return min(values), max(values)
 
 
-SPAN = rf"([\d,.]+)(?:{DASH}([\d,.]+))?"  # "a–b", or "a" where the two ends are equal
+SPAN = rf"([\d,.]+)(?:{DASH}([\d,.]+))?"  # "a-b" (en dash), or "a" where the ends are equal
 
 
 def _quoted(match: re.Match, first: int) -> tuple[float, float]:
