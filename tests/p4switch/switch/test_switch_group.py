@@ -16,6 +16,7 @@ from sw_proc import REPO, free_port, wait_port
 from test_switch_process import cli
 
 from p4switch.p4info.index import P4InfoIndex
+from topos.mininet.procs import stop_child
 
 pytestmark = pytest.mark.root
 
@@ -35,14 +36,8 @@ def start_group(*switches: list[str]) -> subprocess.Popen:
 
 
 def stop(proc: subprocess.Popen) -> int:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    return proc.returncode
+    """SIGTERM, SIGKILL after 5 s; the exit status."""
+    return stop_child(proc, 5.0, group=False)
 
 
 def forward_both_ways(client: Client, index: P4InfoIndex) -> None:
