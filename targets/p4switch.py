@@ -35,10 +35,12 @@ class P4SwitchTarget(Target):
     def group_argv(self, argvs: Sequence[Sequence[str]]) -> list[str]:
         """One process serving several switches: their `argv` command lines, options joined by
         `::` (p4switch.switch.options)."""
+        from p4switch.switch.options import GROUP_SEPARATOR
+
         skip = len(self.command)
         group = list(argvs[0])
         for argv in argvs[1:]:
-            group += ["::", *argv[skip:]]
+            group += [GROUP_SEPARATOR, *argv[skip:]]
         return group
 
     def with_queues(self, priority_queues: int, pause_link_mbps: float) -> Target:

@@ -192,15 +192,21 @@ def parse_args(argv: list[str]) -> SwitchOptions:
     return opts
 
 
-def parse_group(argv: list[str]) -> list[SwitchOptions]:
-    """Parse one command line, or several joined by `::` (a switch group); every error of every
-    switch at once, each named by its place in the group. Raises OptionsError."""
+def split_group(argv: list[str]) -> list[list[str]]:
+    """The command lines of a switch group (one, without `::`)."""
     segments: list[list[str]] = [[]]
     for token in argv:
         if token == GROUP_SEPARATOR:
             segments.append([])
         else:
             segments[-1].append(token)
+    return segments
+
+
+def parse_group(argv: list[str]) -> list[SwitchOptions]:
+    """Parse one command line, or several joined by `::` (a switch group); every error of every
+    switch at once, each named by its place in the group. Raises OptionsError."""
+    segments = split_group(argv)
     if len(segments) == 1:
         return [parse_args(argv)]
     group: list[SwitchOptions] = []

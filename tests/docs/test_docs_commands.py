@@ -118,15 +118,9 @@ def check_fabric_lab(command: DocCommand) -> None:
 
 def check_p4switch(command: DocCommand) -> None:
     """Each command line of it (several switches' are joined by `::`) as the switch parses it."""
-    from p4switch.switch.options import GROUP_SEPARATOR, main_parser, target_parser
+    from p4switch.switch.options import main_parser, split_group, target_parser
 
-    segments: list[list[str]] = [[]]
-    for token in command.argv[1:]:
-        if token == GROUP_SEPARATOR:
-            segments.append([])
-        else:
-            segments[-1].append(token)
-    for argv in segments:
+    for argv in split_group(list(command.argv[1:])):
         main_argv, target_argv = argv, []
         if "--" in argv:
             cut = argv.index("--")
