@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import select
+import shutil
 import signal
 import socket
 import struct
@@ -24,6 +25,7 @@ from pathlib import Path
 MARK = b"p4switch-bench"
 STAMP = struct.Struct("!Q")
 ME = str(Path(__file__).resolve())
+FLOOD_SENDER_C = Path(__file__).resolve().with_name("flood_sender.c")
 
 
 # ---- frames ---------------------------------------------------------------------------------
@@ -205,6 +207,50 @@ def run_traffic(ns_tx: str, ns_rx: str, rate: int, seconds: float, size: int
     time.sleep(0.5)  # a backlog left in the switch drains before the next run
     return (int(sent), float(took), int(count), (int(last) - int(first)) / 1e9, float(p50),
             float(p99))
+
+
+def build_flood_sender(workdir: Path) -> Path | str:
+    """bench/flood_sender.c compiled into `workdir`, or why it is not there."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return "no C compiler"
+    binary = workdir / "flood_sender"
+    done = subprocess.run([cc, "-O2", "-o", str(binary), str(FLOOD_SENDER_C)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        errors = [line for line in done.stderr.splitlines() if "error" in line]
+        return f"{FLOOD_SENDER_C.name} did not compile: {(errors or ['?'])[0]}"
+    return binary
+
+
+def link_count(iface: str, counter: str) -> int:
+    """A root-namespace interface's kernel counter (rx_packets, tx_packets, ...)."""
+    return int(Path(f"/sys/class/net/{iface}/statistics/{counter}").read_text())
+
+
+def run_c_flood(ns_tx: str, sender: Path, ports: tuple[str, str], seconds: float, size: int
+                ) -> tuple[float, float]:
+    """The C flood sender in `ns_tx` (on CPU 0) for `seconds`: (pps arriving on the switch's
+    ingress interface, pps it transmits on its egress interface towards the receiver), both
+    counted by the kernel over the middle half of the run, so start-up and the backlog left at
+    the end do not count."""
+    frame = udp_frame(size, next(_runs))
+    tx = subprocess.Popen(["ip", "netns", "exec", ns_tx, "taskset", "-c", "0", str(sender),
+                           "eth0", str(seconds), frame.hex()], stdout=subprocess.PIPE, text=True)
+    ingress, egress = ports
+
+    def counts() -> tuple[int, int, float]:
+        return (link_count(ingress, "rx_packets"), link_count(egress, "tx_packets"),
+                time.monotonic())
+
+    time.sleep(seconds / 4)  # the window's start, not a readiness wait
+    in0, out0, t0 = counts()
+    time.sleep(seconds / 2)
+    in1, out1, t1 = counts()
+    tx.communicate(timeout=seconds + 30)
+    if tx.returncode != 0:
+        raise RuntimeError(f"flood_sender failed (exit {tx.returncode})")
+    return (in1 - in0) / (t1 - t0), (out1 - out0) / (t1 - t0)
 
 
 def drain(ns_rx: str, quiet: float = 1.0, limit: float = 60.0) -> int:
