@@ -61,11 +61,19 @@ def test_lb_compare_quick(tmp_path):
             assert on_busiest == pytest.approx(round(on_busiest), abs=0.1), r
         if r["label"] == "dlb untagged":  # reordering read as loss: NAKs and go-back-N
             assert int(r["naks"]) > 0 and int(r["retransmitted_packets"]) > 0, r
-    # One slower uplink: the queue-aware mode steers around it, blind spraying does not.
-    slow = {lab: [float(r["slowdown"]) for r in runs
-                  if r["scenario"] == "slow-uplink" and r["label"] == lab]
-            for lab in ("dlb", "qdlb")}
-    assert max(slow["qdlb"]) < min(slow["dlb"]), slow
+    # One slower uplink: the queue-aware mode steers around it, blind spraying does not. Per
+    # seed, by the share of the bytes the slow (first) uplink carried: 256 packets per run, so
+    # 0.02 below an even share is 5 packets steered away. (Which mode finishes first is not
+    # asserted: at N = 8 the difference is within the run-to-run spread, even in the shipped
+    # example run, examples/results/lb-compare/quick.)
+    share = {(r["label"], r["seed"]): float(r["first_uplink_share"]) for r in runs
+             if r["scenario"] == "slow-uplink" and r["label"] in ("dlb", "qdlb")}
+    even_share = 1 / int(runs[0]["uplinks"])
+    seeds = {seed for _, seed in share}
+    assert len(seeds) == p["seeds"], share
+    for seed in seeds:
+        assert share["dlb", seed] == pytest.approx(even_share, abs=0.01), share
+        assert share["qdlb", seed] <= even_share - 0.02, share
     flows = result.read_csv("flows.csv")
     assert len(flows) == sum(int(r["flows"]) for r in runs)
     for f in flows:
