@@ -67,6 +67,9 @@ def _result(proc: subprocess.Popen) -> dict:
 
 
 def test_an_outage_shows_as_one_lossy_silence_of_its_length(pair):
+    # The filter's hook is added before the flow starts: adding (or deleting) a qdisc swaps the
+    # interface's transmit queues and drops what is sent meanwhile, a loss of its own.
+    _tc("qdisc", "add", "dev", "fofla0", "clsact")
     t0 = time.time()
     rx = _start(NS[1], "recv", "--t0", repr(t0), "--gap", "0.0075")
     tx = _start(NS[0], "send", "--flow", "10.250.0.2:7:50007", "--flow", "10.250.0.2:8:50008",
@@ -75,19 +78,19 @@ def test_an_outage_shows_as_one_lossy_silence_of_its_length(pair):
         time.sleep(1.0)  # steady flow before the outage
         # the outage: every frame the sender's port sends is dropped (the link stays up, so the
         # kernel's delayed carrier events play no part)
-        _tc("qdisc", "add", "dev", "fofla0", "clsact")
         fail_lo = time.time()  # the drop starts while the command runs
-        _tc("filter", "add", "dev", "fofla0", "egress", "bpf", "da", "bytecode",
+        _tc("filter", "add", "dev", "fofla0", *links.DROP_FILTER, "bpf", "da", "bytecode",
             links.drop_program(1.0))
         time.sleep(0.3)  # the outage being measured
         restore_lo = time.time()
-        _tc("qdisc", "del", "dev", "fofla0", "clsact")
+        _tc("filter", "del", "dev", "fofla0", *links.DROP_FILTER, "bpf")
         restore_hi = time.time()
         time.sleep(1.0)  # steady flow after it
     finally:
         sent = _result(tx)[-1]["flows"]
         time.sleep(0.1)  # the last datagrams land
         events = _result(rx)
+        _tc("qdisc", "del", "dev", "fofla0", "clsact")
     records = {f["qpn"]: f for f in events[-1]["flows"]}
     assert sorted(records) == [7, 8]
     assert [e["event"] for e in events[:-1]] and all(e["event"] == "bins" for e in events[:-1])

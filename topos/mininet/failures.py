@@ -98,18 +98,32 @@ def drop_program(fraction: float) -> str:
     return f"{len(code)}," + ",".join(" ".join(map(str, op)) for op in code)
 
 
+DROP_FILTER = ("egress", "protocol", "all", "pref", "1", "handle", "1")  # its one place
+
+
 def set_silent_drop(spec: FabricSpec, link: Link, fraction: float) -> list[str]:
-    """Drop `fraction` of the frames leaving each switch end of `link`; 0 removes the drop."""
-    program = drop_program(fraction)
+    """Drop `fraction` of the frames leaving each switch end of `link`; 0 removes the drop.
+    Only the filter changes: the `clsact` qdisc is added once and then kept, because adding
+    or deleting a qdisc swaps the interface's transmit queues, which discards what the link's
+    queue holds and what is sent meanwhile (a loss the drop did not cause)."""
     ends = switch_ends(spec, link)
     for intf in ends:
-        subprocess.run(["tc", "qdisc", "del", "dev", intf, "clsact"], capture_output=True,
-                       check=False)  # absent when no drop was set: nothing to remove
         if fraction > 0:
-            _ip(["tc", "qdisc", "add", "dev", intf, "clsact"], "adding clsact")
-            _ip(["tc", "filter", "add", "dev", intf, "egress", "bpf", "da", "bytecode", program],
-                "attaching the drop filter")
+            if not has_clsact(intf):
+                _ip(["tc", "qdisc", "add", "dev", intf, "clsact"], "adding clsact")
+            _ip(["tc", "filter", "replace", "dev", intf, *DROP_FILTER, "bpf", "da", "bytecode",
+                 drop_program(fraction)], "attaching the drop filter")
+        elif has_clsact(intf):
+            subprocess.run(["tc", "filter", "del", "dev", intf, *DROP_FILTER, "bpf"],
+                           capture_output=True, check=False)  # no filter: nothing to remove
     return ends
+
+
+def has_clsact(intf: str) -> bool:
+    """Whether `intf` has a clsact qdisc (the hook the silent drop's filter sits on)."""
+    done = subprocess.run(["tc", "qdisc", "show", "dev", intf, "clsact"], capture_output=True,
+                          text=True, check=False)
+    return "clsact" in done.stdout
 
 
 def link_states(spec: FabricSpec) -> list[tuple[str, str, str]]:
