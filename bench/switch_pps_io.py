@@ -223,31 +223,31 @@ def build_flood_sender(workdir: Path) -> Path | str:
     return binary
 
 
-def link_count(iface: str, counter: str) -> int:
-    """A root-namespace interface's kernel counter (rx_packets, tx_packets, ...)."""
-    return int(Path(f"/sys/class/net/{iface}/statistics/{counter}").read_text())
-
-
 def run_c_flood(ns_tx: str, sender: Path, ports: tuple[str, str], seconds: float, size: int
                 ) -> tuple[float, float]:
     """The C flood sender in `ns_tx` (on CPU 0) for `seconds`: (pps arriving on the switch's
     ingress interface, pps it transmits on its egress interface towards the receiver), both
     counted by the kernel over the middle half of the run, so start-up and the backlog left at
     the end do not count."""
+    from controller.linkwatch import interface_counter  # the workers run without the repo
+
     frame = udp_frame(size, next(_runs))
     tx = subprocess.Popen(["ip", "netns", "exec", ns_tx, "taskset", "-c", "0", str(sender),
-                           "eth0", str(seconds), frame.hex()], stdout=subprocess.PIPE, text=True)
+                           "eth0", str(seconds), frame.hex()], stdout=subprocess.DEVNULL)
     ingress, egress = ports
 
     def counts() -> tuple[int, int, float]:
-        return (link_count(ingress, "rx_packets"), link_count(egress, "tx_packets"),
-                time.monotonic())
+        arrived = interface_counter(ingress, "rx_packets")
+        left = interface_counter(egress, "tx_packets")
+        if arrived is None or left is None:
+            raise RuntimeError(f"no kernel counters for {ingress} or {egress}")
+        return arrived, left, time.monotonic()
 
     time.sleep(seconds / 4)  # the window's start, not a readiness wait
     in0, out0, t0 = counts()
     time.sleep(seconds / 2)
     in1, out1, t1 = counts()
-    tx.communicate(timeout=seconds + 30)
+    tx.wait(timeout=seconds + 30)
     if tx.returncode != 0:
         raise RuntimeError(f"flood_sender failed (exit {tx.returncode})")
     return (in1 - in0) / (t1 - t0), (out1 - out0) / (t1 - t0)

@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "bench")]
 
-from switch_pps import TICKS, program_route, start_switch, stop  # noqa: E402
+from switch_pps import cpu_split, program_route, start_switch, stop  # noqa: E402
 from switch_pps_io import Bench, drain, run_traffic  # noqa: E402
 
 # (part, pattern on the innermost frame's file), first match wins
@@ -45,12 +45,6 @@ HELPER_THREAD = "Thread._bootstrap"  # the root frame of every thread but the ma
 FRAME_FILE = re.compile(r"\(([^():]+):\d+\)$")
 
 
-def cpu_split(pid: int) -> tuple[float, float]:
-    """(user, kernel) CPU seconds of a process so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[11]) / TICKS, int(fields[12]) / TICKS
-
-
 def part_of(stack: str) -> str:
     innermost = stack.rsplit(";", 1)[-1]
     found = FRAME_FILE.search(innermost)
@@ -62,8 +56,9 @@ def part_of(stack: str) -> str:
 
 
 def py_spy() -> str | None:
-    return shutil.which("py-spy") or next(
-        (str(p) for p in [Path(sys.executable).with_name("py-spy")] if p.exists()), None)
+    """py-spy on PATH or beside this Python (the venv's), if installed."""
+    beside = Path(sys.executable).with_name("py-spy")
+    return shutil.which("py-spy") or (str(beside) if beside.exists() else None)
 
 
 def main() -> int:

@@ -113,9 +113,9 @@ def set_silent_drop(spec: FabricSpec, link: Link, fraction: float) -> list[str]:
                 _ip(["tc", "qdisc", "add", "dev", intf, "clsact"], "adding clsact")
             _ip(["tc", "filter", "replace", "dev", intf, *DROP_FILTER, "bpf", "da", "bytecode",
                  drop_program(fraction)], "attaching the drop filter")
-        elif has_clsact(intf):
+        else:
             subprocess.run(["tc", "filter", "del", "dev", intf, *DROP_FILTER, "bpf"],
-                           capture_output=True, check=False)  # no filter: nothing to remove
+                           capture_output=True, check=False)  # none set: nothing to remove
     return ends
 
 
