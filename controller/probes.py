@@ -4,19 +4,23 @@ Every round (`period`), the prober reads every switch's per-port packet counters
 switch) and sends `probes` frames by P4Runtime packet-out out of both ends of every
 switch-to-switch link (ethertype 0x88B5, dropped by the far switch's pipeline after its ingress
 port counter has counted them). For each direction A:p -> B:q, the frames A's egress counted on p
-since the previous round, less those the kernel dropped on p's side (its root qdisc, the link's
-queue, and the veth's own drops: congestion, not a fault) and less the growth of what that queue
-holds (frames on their way), and B's interface did not receive were lost on the link. What B's
-interface received is the kernel's count (`/sys/class/net/<q>/statistics`) where the interface
-is in the controller's namespace, as Mininet keeps switch ports. All of it is read the moment
-A's counters come back: a switch starved of CPU answers right after sending its backlog in one
-burst, which overflows its link's queue and is still in it. Such a switch, or one that leaves
-frames in its receive ring or drops them there, is then not taken for a lossy link (each once
-isolated a link on a loaded machine). Elsewhere (another server's switch) it is B's ingress
-counter on q and no queue is known. Judging a whole period at a time keeps the error of reading the
-ends at slightly different moments small against what crossed the link. Probes keep idle links
-measured; busy links are measured with their traffic too. This uses only packet-out, counters
-and the kernel's interface statistics, so it runs on p4switch and BMv2 alike.
+since the previous round, less what the kernel took from A on p in the same time, were lost on
+the link. What the kernel took is what B's interface received (`/sys/class/net/<q>/statistics`,
+where the interface is in the controller's namespace, as Mininet keeps switch ports), what p's
+side dropped (its root qdisc, the link's queue, and the veth's own drops: congestion, not a
+fault) and the growth of what that queue holds (frames on their way). Elsewhere (another
+server's switch) it is B's ingress counter on q and no queue is known.
+
+A switch's counters are read at a moment the prober does not see: some time between sending the
+Read and its answer, which a switch starved of CPU gives a few hundred milliseconds later, after
+sending its backlog. So the kernel is read on both sides of the Reads, and a round counts what
+the kernel took from the reading before the previous round's Reads to the reading after this
+round's: never less than what it took while the switch's counts grew, so a slow answer cannot
+look like loss (it once isolated a starved switch's links on a loaded machine). The price is a
+margin of what crosses a link while a Read is under way. Judging a whole period at a time keeps
+that small against what crossed the link. Probes keep idle links measured; busy links are
+measured with their traffic too. This uses only packet-out, counters and the kernel's interface
+statistics, so it runs on p4switch and BMv2 alike.
 
 A direction is bad in a round when it lost at least `min_lost` frames in that round and, over
 that round and the `bad_rounds - 1` before it together, at least `min_lost` frames and
@@ -44,11 +48,42 @@ from topos.model import Link
 log = logging.getLogger(__name__)
 PROBE_ETHERTYPE = 0x88B5
 Counters = dict[int, int]  # port -> packets
-# per switch (rx, tx) port counters; per interface the kernel's received frames, and the
-# (frames dropped so far, frames queued now) on its sending side
-Snapshot = tuple[dict[str, tuple[Counters, Counters]], dict[str, int],
-                 dict[str, tuple[int, int]]]
 Verdict = Callable[[Link, bool], None]
+
+
+@dataclass
+class KernelView:
+    """What the kernel has taken from the switches on the probed links at one moment: frames
+    each far interface received, and per near interface (frames dropped so far, frames queued
+    now). Their sum per link only grows."""
+    received: dict[str, int]
+    sending: dict[str, tuple[int, int]]
+
+    def update(self, other: KernelView) -> None:
+        self.received.update(other.received)
+        self.sending.update(other.sending)
+
+
+@dataclass
+class Snapshot:
+    """One reading of the fabric: every switch's (rx, tx) port counters, and the kernel read
+    just before the Reads were sent (`opened`) and as each switch's answer came back
+    (`closed`)."""
+    counters: dict[str, tuple[Counters, Counters]]
+    opened: KernelView
+    closed: KernelView
+
+
+def kernel_view(far_intfs: list[str], near_intfs: list[str]) -> KernelView:
+    """What the kernel has taken on these interfaces now (those in this namespace)."""
+    received = {intf: n for intf in far_intfs if (n := interface_rx_packets(intf)) is not None}
+    queues = root_queues() if received else {}
+    sending: dict[str, tuple[int, int]] = {}
+    for intf in near_intfs:
+        if intf in queues:
+            drops, held = queues[intf]
+            sending[intf] = (drops + (interface_counter(intf, "tx_dropped") or 0), held)
+    return KernelView(received, sending)
 
 
 @dataclass
@@ -175,38 +210,25 @@ class LinkProber:
         return self.verdicts.isolated
 
     # ---- one round -----------------------------------------------------------------------
-    def _counters(self, switch: str
-                  ) -> tuple[Counters, Counters, dict[str, int], dict[str, tuple[int, int]]]:
+    def _counters(self, switch: str) -> tuple[Counters, Counters, KernelView]:
         """(rx, tx) packets of the switch's probed ports, every cell in one Read; then, at
-        once, what the kernel received on the far interfaces of those ports, and dropped and
-        holds on the switch's side of them (where they are in this namespace): read at the
-        moment the switch's tx counts were, whenever the switch answers (a starved one may
-        take a second)."""
+        once, what the kernel took from the switch on them (a starved one may take a second
+        to answer)."""
         rx, tx = self.ctl.port_counters(switch, self._ports[switch])
-        far_rx = {intf: n for intf in self._far_intfs[switch]
-                  if (n := interface_rx_packets(intf)) is not None}
-        queues = root_queues() if far_rx else {}
-        sending: dict[str, tuple[int, int]] = {}
-        for intf in self._near_intfs[switch]:
-            if intf in queues:
-                drops, held = queues[intf]
-                sending[intf] = (drops + (interface_counter(intf, "tx_dropped") or 0), held)
         return ({port: c[0] for port, c in rx.items()}, {port: c[0] for port, c in tx.items()},
-                far_rx, sending)
+                kernel_view(self._far_intfs[switch], self._near_intfs[switch]))
 
     def _snapshot(self, pool: ThreadPoolExecutor) -> Snapshot:
-        """Every switch's (rx, tx) port counters with the kernel's counts on both ends of its
-        links."""
+        """Every switch's (rx, tx) port counters, with the kernel read on both sides."""
+        opened = kernel_view([i for sw in self.switches for i in self._far_intfs[sw]],
+                             [i for sw in self.switches for i in self._near_intfs[sw]])
         futures = {sw: pool.submit(self._counters, sw) for sw in self.switches}
-        counters: dict[str, tuple[Counters, Counters]] = {}
-        kernel: dict[str, int] = {}
-        queues: dict[str, tuple[int, int]] = {}
+        snap = Snapshot({}, opened, KernelView({}, {}))
         for sw, future in futures.items():
-            rx, tx, far_rx, sending = future.result()
-            counters[sw] = (rx, tx)
-            kernel.update(far_rx)
-            queues.update(sending)
-        return counters, kernel, queues
+            rx, tx, closed = future.result()
+            snap.counters[sw] = (rx, tx)
+            snap.closed.update(closed)
+        return snap
 
     def _send_probes(self, up: set[str]) -> None:
         """This round's probes over the links that are up (`up`: their a-end interfaces).
@@ -236,7 +258,9 @@ class LinkProber:
         self._send_probes(up_now)
         if before is None:
             return None
-        (counters, kernel, queued), (counters_before, kernel_before, queued_before) = now, before
+        # from the kernel's reading before the previous Reads to the one after this round's
+        counters, counters_before = now.counters, before.counters
+        kernel, kernel_before = now.closed, before.opened
         directions = []
         for ln in self.links:
             if ln.a.intf not in up_before or ln.a.intf not in up_now:
@@ -245,13 +269,15 @@ class LinkProber:
             for near, far in ((ln.a, ln.b), (ln.b, ln.a)):
                 sent = (counters[near.node][1].get(near.port, 0)
                         - counters_before[near.node][1].get(near.port, 0))
-                if far.intf in kernel and far.intf in kernel_before:
-                    received = kernel[far.intf] - kernel_before[far.intf]
+                if far.intf in kernel.received and far.intf in kernel_before.received:
+                    received = kernel.received[far.intf] - kernel_before.received[far.intf]
                 else:
                     received = (counters[far.node][0].get(far.port, 0)
                                 - counters_before[far.node][0].get(far.port, 0))
+                if (near.intf in kernel.sending) != (near.intf in kernel_before.sending):
+                    continue  # tc answered at one reading only: what the queue did is unknown
                 (drops, held), (drops_before, held_before) = (
-                    q.get(near.intf, (0, 0)) for q in (queued, queued_before))
+                    view.sending.get(near.intf, (0, 0)) for view in (kernel, kernel_before))
                 directions.append(DirectionLoss(name, near.node, far.node, sent, received,
                                                 max(0, drops - drops_before), held - held_before))
         bad = sorted({d.link for d in directions if self._bad(d)})
