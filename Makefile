@@ -74,6 +74,7 @@ bench-lb: setup
 bench-congestion: setup  # (root for the telemetry part)
 	$(BIN)/python bench/congestion_pipeline.py
 	$(BIN)/python bench/congestion_telemetry.py
+	$(BIN)/python bench/incast_stalls.py
 
 bench-failover: setup  # (root)
 	$(BIN)/python bench/failover_loss_window.py --trials 5
