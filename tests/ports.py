@@ -12,10 +12,12 @@ and a switch then cannot bind it. tests/test_ports.py checks the table.
 - `EXPERIMENT_RUNS`: `-p name_prefix=... -p port_base=...` for an experiment; a block of 1000,
   as `experiments.framework.isolated` numbers it (gRPC from the base, runtime CLI from base + 500;
   rail-vs-clos and hpn-segment step the base by 100 per fabric).
+- `loose_port()`: a port of `LOOSE_PORTS` for a switch a test starts on its own (no fabric row).
 """
 
 from __future__ import annotations
 
+import socket
 from typing import NamedTuple
 
 from topos.model import FabricSpec
@@ -83,3 +85,22 @@ EXPERIMENT_RUNS: dict[str, ExperimentRun] = {
     "hpn-segment": ExperimentRun("sx", 20000),
     "pfc-deadlock": ExperimentRun("tdl", 21000),
 }
+
+
+LOOSE_PORTS = range(14000, 15000)
+_loose = iter(LOOSE_PORTS)
+
+
+def loose_port() -> int:
+    """A port of `LOOSE_PORTS` nothing listens on, never the same one twice in a test session.
+    (Binding port 0 gives an ephemeral port, which an outgoing connection may take before the
+    switch binds it: a switch once never came up that way.)"""
+    for port in _loose:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError(f"tests/ports.py: all of LOOSE_PORTS ({LOOSE_PORTS.start}-"
+                       f"{LOOSE_PORTS.stop - 1}) handed out in this session")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from experiments.framework.registry import all_experiments
 from fabric_lab.figures import APART
-from tests.ports import EXPERIMENT_BLOCK, EXPERIMENT_RUNS, FABRIC_BLOCK, FABRICS
+from tests.ports import EXPERIMENT_BLOCK, EXPERIMENT_RUNS, FABRIC_BLOCK, FABRICS, LOOSE_PORTS
 from topos.mininet.cluster_nodes import THRIFT_SHIFT
 
 FIRST_FREE = 10_000  # above the default fabrics' ports (9090 + n, 9559 + n)
@@ -25,6 +25,7 @@ def _blocks() -> dict[str, range]:
         if base is not None:
             blocks[f"experiment {experiment.name}'s default"] = range(base,
                                                                       base + EXPERIMENT_BLOCK)
+    blocks["switches tests start on their own"] = LOOSE_PORTS
     base = APART["port_base"]
     blocks["make figures' runs"] = range(base, base + EXPERIMENT_BLOCK)
     return blocks

@@ -29,6 +29,7 @@ from controller.lb import LoadBalancing
 from controller.pipeline import Pipeline, build_pipeline
 from mechanisms import program_path
 from targets import get_target
+from tests.ports import loose_port
 from topos import FabricSpec, build_fabric
 from topos.mininet.procs import accepts, spawn
 
@@ -36,12 +37,6 @@ LEAF = "leaf0"
 ETH_P_ALL = 0x0003
 PACKET_IGNORE_OUTGOING = 23
 SOL_PACKET = 263
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _ip(*argv: str) -> None:
@@ -115,7 +110,7 @@ class Rig:
     # ---- the switch ----------------------------------------------------------------------
     def start(self, spec: FabricSpec, timeout: float = 30.0) -> None:
         """Start the switch as `leaf0` of `spec` (whose management ports are replaced)."""
-        model = replace(spec.switch(LEAF), grpc_port=free_port(), thrift_port=free_port())
+        model = replace(spec.switch(LEAF), grpc_port=loose_port(), thrift_port=loose_port())
         spec.switches = [model if sw.name == LEAF else sw for sw in spec.switches]
         target = get_target(self.target)
         if not self.pfc_at_port:
