@@ -25,43 +25,15 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-FORKSERVER = b"p4switch.switch.forkserver"
+sys.path[:0] = [str(REPO)]
+
+from topos.mininet.runstate import load_all  # noqa: E402
 
 
-def _children() -> dict[int, list[int]]:
-    """Every process's children (from /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    return children
-
-
-def _cmdline(pid: int) -> bytes:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read()
-    except OSError:
-        return b""
-
-
-def switch_pids(root: int) -> list[int]:
-    """The switches under `root`: processes the p4switch fork server forked."""
-    children, found, todo = _children(), [], [root]
-    while todo:
-        pid = todo.pop()
-        parent_is_server = FORKSERVER in _cmdline(pid)
-        for child in children.get(pid, []):
-            if parent_is_server and FORKSERVER in _cmdline(child):
-                found.append(child)
-            todo.append(child)
-    return found
+def switch_pids(owner: int) -> list[int]:
+    """The switches of the fabric process `owner` runs, as its run-state file records them."""
+    return [rec.pid for state in load_all() if state.owner.pid == owner
+            for rec in state.processes if rec.kind == "switch" and rec.alive()]
 
 
 def _signal_all(pids: list[int], sig: signal.Signals) -> None:
@@ -93,6 +65,9 @@ def run_once(stop_ms: float, period_ms: float, out: str) -> tuple[dict[str, str]
             if proc.poll() is not None:
                 break
         pids = switch_pids(proc.pid)
+        if stop_ms and not pids and proc.poll() is None:
+            raise RuntimeError("incast_stalls: no switch of the incast's fabric in its "
+                               "run-state file")
         while stop_ms and proc.poll() is None:
             _signal_all(pids, signal.SIGSTOP)
             time.sleep(stop_ms / 1000)
