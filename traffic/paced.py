@@ -14,10 +14,11 @@ every port of its NIC.
 
 Both speak JSON lines on stdout: `{"event": "ready"}` when sockets are open; the receiver then
 `{"event": "bins", ...}` every `--report` seconds with the bins completed and the silences that
-lost packets since the last report (live views draw them), and on SIGTERM a final
-`{"event": "result", "flows": [...]}` per flow: packets, bytes, lost PSNs, and every silence
-between two arrivals that is longer than `--gap` or skipped PSNs (last arrival before, first
-after, PSNs skipped across it).
+lost packets since the last report (live views draw them; a silence is reported `SETTLE_S` after
+it ended), and on SIGTERM a final `{"event": "result", "flows": [...]}` per flow: packets,
+bytes, lost PSNs, and every silence between two arrivals that is longer than `--gap` or skipped
+PSNs (last arrival before, first after, PSNs skipped across it that never arrived: a packet
+that arrives late, reordered, is not lost).
 
 `trace` finds each flow's path without the others in the way: for every flow in turn it waits
 for a line on stdin, sends `--count` datagrams of that flow alone (same 5-tuple, so the same
@@ -27,6 +28,7 @@ counters around each burst.
 
 from __future__ import annotations
 
+import bisect
 import json
 import select
 import signal
@@ -43,6 +45,8 @@ ROCE_PORT = ROCE_UDP_PORT
 UC_WRITE_ONLY = UC_OFFSET + WRITE_ONLY
 STAMP_LEN = 8  # send time, ns, big-endian, right after the BTH
 HEADER = BTH_LEN + STAMP_LEN + ICRC_LEN
+MAX_HOLES = 1 << 16  # a longer run of skipped PSNs is counted lost even if some arrive later
+SETTLE_S = 0.1  # a silence is reported live this long after it ended: late packets fill it first
 _OPCODE, _PKEY, _DQPN, _PSN = (BTH_HDR[name] for name in ("opcode", "pkey", "dqpn", "psn"))
 
 
@@ -90,8 +94,10 @@ class FlowRecord:
     first_t: float = 0.0
     last_t: float = 0.0
     next_psn: int = 0
-    gaps: list[tuple[float, float, int]] = field(default_factory=list)  # (before, after, lost)
+    # (last arrival before, first after, PSNs skipped across it and not received since)
+    gaps: list[tuple[float, float, int]] = field(default_factory=list)
     bins: dict[int, int] = field(default_factory=dict)  # bin index -> bytes
+    missing: dict[int, int] = field(default_factory=dict)  # skipped PSN -> its gap (-1: none)
 
     def arrive(self, now: float, psn: int, size: int, t0: float, bin_s: float,
                gap_s: float) -> None:
@@ -101,10 +107,17 @@ class FlowRecord:
         if not self.packets:
             self.first_t = now
         if psn >= self.next_psn:
-            self.lost += psn - self.next_psn
+            if skipped <= MAX_HOLES:
+                gap = len(self.gaps) - 1 if self.packets else -1
+                self.missing.update(dict.fromkeys(range(self.next_psn, psn), gap))
+            self.lost += skipped
             self.next_psn = psn + 1
-        elif self.lost:  # a late packet fills a hole
+        elif psn in self.missing:  # a late packet fills a hole: reordered, not lost
+            gap = self.missing.pop(psn)
             self.lost -= 1
+            if gap >= 0:
+                before, after, lost = self.gaps[gap]
+                self.gaps[gap] = (before, after, lost - 1)
         self.packets += 1
         self.bytes += size
         self.last_t = now
@@ -113,7 +126,7 @@ class FlowRecord:
 
     def summary(self) -> dict:
         out = asdict(self)
-        del out["bins"], out["next_psn"]
+        del out["bins"], out["next_psn"], out["missing"]
         return out
 
 
@@ -172,8 +185,11 @@ def receive(t0: float, bin_s: float, gap_s: float, report_s: float) -> None:
                 start = reported.get(key, min(flow.bins, default=done))
                 out[name] = [[i, flow.bins.get(i, 0)] for i in range(start, done)]
                 reported[key] = done
-                lossy[name] = [g for g in flow.gaps[gaps_reported.get(key, 0):] if g[2]]
-                gaps_reported[key] = len(flow.gaps)
+                first = gaps_reported.get(key, 0)
+                settled = bisect.bisect_right(flow.gaps, now - SETTLE_S, lo=first,
+                                              key=lambda g: g[1])
+                lossy[name] = [g for g in flow.gaps[first:settled] if g[2]]
+                gaps_reported[key] = settled
             _emit("bins", bin_s=bin_s, flows=out, lossy_gaps=lossy)
     _emit("result", flows=[f.summary() for f in flows.values()])
 
