@@ -12,7 +12,8 @@ and a switch then cannot bind it. tests/test_ports.py checks the table.
 - `EXPERIMENT_RUNS`: `-p name_prefix=... -p port_base=...` for an experiment; a block of 1000,
   as `experiments.framework.isolated` numbers it (gRPC from the base, runtime CLI from base + 500;
   rail-vs-clos and hpn-segment step the base by 100 per fabric).
-- `loose_port()`: a port of `LOOSE_PORTS` for a switch a test starts on its own (no fabric row).
+- `loose_port()`: a port of `LOOSE_PORTS` for a server a test starts on its own (a switch, an
+  sshd, a web view; no fabric row), or one that nothing may listen on.
 """
 
 from __future__ import annotations

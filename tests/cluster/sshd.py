@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.ports import loose_port
 from topos.mininet.procs import stop_child
 
 ADDRESS = "127.0.0.2"
@@ -39,12 +40,6 @@ def available() -> str | None:
     return None
 
 
-def _free_port(address: str) -> int:
-    with socket.socket() as sock:
-        sock.bind((address, 0))
-        return sock.getsockname()[1]
-
-
 def _listening(address: str, port: int) -> bool:
     try:
         with socket.create_connection((address, port), timeout=0.2):
@@ -67,7 +62,7 @@ def second_server(workdir: Path, address: str = ADDRESS,
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)],
                        check=True)
     (workdir / "authorized_keys").write_text(user_key.with_suffix(".pub").read_text())
-    port = _free_port(address)
+    port = loose_port()
     config = workdir / "sshd_config"
     # sshd keeps the first value it reads for a keyword: the overrides come first
     config.write_text("\n".join([

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import socket
 import subprocess
 import sys
 import time
@@ -25,22 +24,18 @@ from topos.model import Switch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "p4switch" / "switch"))
 from sw_p4rt import Client
 
+from tests.ports import loose_port
+
 PROGRAM = Path(__file__).resolve().parent / "programs" / "conformance.p4"
 DEVICE_ID = 3
 _elections = itertools.count(1000)  # rising across tests: a lingering old stream is a backup
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @contextlib.contextmanager
 def started(target: Target, log: Path, timeout: float = 30.0) -> Iterator[Switch]:
     """`target`'s switch with no program and no interfaces (SIGTERM, then SIGKILL, at the end)."""
-    model = Switch("conf0", "leaf", 0, device_id=DEVICE_ID, grpc_port=free_port(),
-                   thrift_port=free_port())
+    model = Switch("conf0", "leaf", 0, device_id=DEVICE_ID, grpc_port=loose_port(),
+                   thrift_port=loose_port())
     with log.open("w") as out:
         proc = spawn(target.argv(model, {}), stdout=out, stderr=subprocess.STDOUT)
     try:

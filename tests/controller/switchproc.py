@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import socket
 import subprocess
 import sys
 import time
@@ -11,15 +10,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.ports import loose_port
 from topos.mininet.procs import accepts
 
 P4SWITCH = str(Path(sys.executable).parent / "p4switch")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def listening(port: int) -> bool:
@@ -42,7 +36,7 @@ class SwitchProc:
 def p4switch(device_id: int = 1, ports: tuple[str, ...] = (),
              timeout: float = 20.0) -> Iterator[SwitchProc]:
     """Run `p4switch --no-p4` with interfaces `ports` ("1@veth0", ...) until the block ends."""
-    grpc_port, thrift_port = free_port(), free_port()
+    grpc_port, thrift_port = loose_port(), loose_port()
     argv = [P4SWITCH, "--device-id", str(device_id), "--thrift-port", str(thrift_port),
             "--cpu-port", "510"]
     for spec in ports:

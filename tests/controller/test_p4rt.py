@@ -11,7 +11,8 @@ from controller.routes import compute_routes
 from controller.schema import Schema, encode
 from controller.sync import ControllerError, controller_error, sync_switch
 from tests.controller.fabrics import ecmp_pipeline
-from tests.controller.switchproc import free_port, p4switch
+from tests.controller.switchproc import p4switch
+from tests.ports import loose_port
 from topos import build_fabric
 
 
@@ -52,7 +53,7 @@ def test_no_pipeline_yet(switch):
 
 
 def test_nothing_listening_is_a_clear_error():
-    port = free_port()
+    port = loose_port()
     with pytest.raises(P4RuntimeError, match=f"no gRPC server answered at 127.0.0.1:{port}"):
         P4RuntimeClient(f"127.0.0.1:{port}", 1, timeout=0.5).connect()
 

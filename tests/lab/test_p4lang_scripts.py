@@ -9,7 +9,6 @@ import http.server
 import os
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
@@ -17,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.ports import loose_port
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALL = REPO / "scripts" / "install_p4lang.sh"
@@ -40,12 +41,6 @@ def run_install(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
             pytest.skip(f"{found} is installed system-wide: install_p4lang.sh has nothing to do")
     return subprocess.run(["bash", str(INSTALL), *args], capture_output=True, text=True, timeout=120,
                           env={"PATH": PLAIN_PATH, "HOME": "/root", **env})
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
@@ -103,7 +98,7 @@ def assert_fell_back(done: subprocess.CompletedProcess[str], reason: str) -> Non
 @needs_root
 @needs_tools
 def test_unreachable_repository_falls_back_to_p4switch(apt_untouched: None) -> None:
-    url = f"http://127.0.0.1:{free_port()}/nonexistent"
+    url = f"http://127.0.0.1:{loose_port()}/nonexistent"
     done = run_install(P4LANG_REPO_URL=url)
     assert_fell_back(done, "could not fetch the repository's signing key")
 

@@ -4,7 +4,6 @@ it meets no other switch), running ecmp.p4 pushed over P4Runtime."""
 from __future__ import annotations
 
 import contextlib
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -17,18 +16,13 @@ from controller.p4rt import P4RuntimeClient
 from controller.pipeline import Pipeline, build_pipeline
 from mechanisms import program_path
 from targets import BMV2, P4SWITCH, Target
+from tests.ports import loose_port
 from topos.mininet.procs import accepts, spawn, stop_child
 from topos.model import Switch
 
 PROGRAM = program_path("ecmp")
 TARGET_PARAMS = [pytest.param(P4SWITCH, id="p4switch"),
                  pytest.param(BMV2, id="bmv2", marks=pytest.mark.bmv2)]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass
@@ -43,7 +37,7 @@ class Running:
 def running_switch(target: Target, log: Path, *, program: Path | None = PROGRAM,
                    timeout: float = 30.0) -> Iterator[Running]:
     """`target`'s switch until the block ends (SIGTERM, then SIGKILL), with `program` set."""
-    model = Switch("t0", "leaf", 0, device_id=7, grpc_port=free_port(), thrift_port=free_port())
+    model = Switch("t0", "leaf", 0, device_id=7, grpc_port=loose_port(), thrift_port=loose_port())
     pipeline = build_pipeline(program, target) if program is not None else None
     with log.open("w") as out:
         proc = spawn(target.argv(model, {}), stdout=out, stderr=subprocess.STDOUT)

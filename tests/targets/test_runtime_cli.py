@@ -10,7 +10,8 @@ import pytest
 
 from experiments.framework.telemetry import REGISTERS, parse_cli_values, telemetry_cell
 from targets import BMV2, P4SWITCH, RuntimeCliError
-from tests.targets.conftest import Running, free_port
+from tests.ports import loose_port
+from tests.targets.conftest import Running
 
 pytestmark = pytest.mark.timeout(180)
 DEPTH_LAST = REGISTERS["depth_last"]
@@ -71,7 +72,7 @@ def test_bmv2_cli_is_one_process_started_again_when_it_dies(tmp_path) -> None:
 @pytest.mark.parametrize("target", [pytest.param(P4SWITCH, id="p4switch"),
                                     pytest.param(BMV2, id="bmv2", marks=pytest.mark.bmv2)])
 def test_without_a_switch_the_error_says_why(target) -> None:
-    port = free_port()  # nothing listens there
+    port = loose_port()  # nothing listens there
     cli = target.cli(port, timeout=5.0)
     with pytest.raises(RuntimeCliError, match=f"runtime CLI on port {port}"):
         cli.command("help")

@@ -7,7 +7,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from targets import P4SWITCH
+from tests.ports import loose_port
 from topos.mininet.forked import ForkServerClient
 from topos.mininet.nodes import grpc_listening
 from topos.mininet.procs import stop_child, wait_gone
@@ -24,16 +24,10 @@ from topos.mininet.procs import stop_child, wait_gone
 pytestmark = pytest.mark.skipif(not P4SWITCH.available(), reason="p4switch not installed")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def switch_argv(device_id: int) -> tuple[list[str], int]:
-    grpc_port = free_port()
+    grpc_port = loose_port()
     return (["p4switch", "--no-p4", "--device-id", str(device_id), "--thrift-port",
-             str(free_port()), "--", "--grpc-server-addr", f"127.0.0.1:{grpc_port}"], grpc_port)
+             str(loose_port()), "--", "--grpc-server-addr", f"127.0.0.1:{grpc_port}"], grpc_port)
 
 
 def wait_listening(proc, port: int, timeout: float = 20.0) -> None:

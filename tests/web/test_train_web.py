@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
 import time
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import pytest
 import fabric_lab.web as web
 from fabric_lab.cli import main
 from jobs.progress import CollectiveDone, CollectiveStarted, IterationDone, JobDone, StepDone
-from tests.ports import FABRICS
+from tests.ports import FABRICS, loose_port
 from topos import build_fabric
 
 pytestmark = [pytest.mark.mininet, pytest.mark.root, pytest.mark.slow]
@@ -32,12 +31,6 @@ buckets: 1
 overlap: true
 iterations: 3
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def job_state(port: int) -> dict | None:
@@ -58,7 +51,7 @@ def test_train_web_shows_the_running_job(tmp_path: Path, monkeypatch, capsys):
     fabric.write_text(spec.to_json())
     job_file = tmp_path / "tiny.yaml"
     job_file.write_text(JOB)
-    port = free_port()
+    port = loose_port()
     seen: list[tuple[object, dict]] = []  # (event, the job section the page got after it)
 
     class Watched(web.JobView):

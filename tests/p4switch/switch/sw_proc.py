@@ -4,22 +4,16 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from tests.ports import loose_port
 from topos.mininet.procs import accepts
 
 REPO = Path(__file__).resolve().parents[3]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_port(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> float:
@@ -37,8 +31,8 @@ def wait_port(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> float
 class SwitchProcess:
     def __init__(self, args: list[str], *, grpc_port: int | None = None,
                  thrift_port: int | None = None, log: bool = False):
-        self.grpc_port = grpc_port or free_port()
-        self.thrift_port = thrift_port or free_port()
+        self.grpc_port = grpc_port or loose_port()
+        self.thrift_port = thrift_port or loose_port()
         self.addr = f"127.0.0.1:{self.grpc_port}"
         argv = [sys.executable, "-m", "p4switch.cli.switch", "--thrift-port",
                 str(self.thrift_port), *args]

@@ -12,10 +12,11 @@ from p4.v1 import p4runtime_pb2 as pb
 from sw_frames import eth, mac
 from sw_netenv import drain, raw_socket, recv_frames
 from sw_p4rt import PROGRAMS, Client, compile_program, load_p4info, update
-from sw_proc import REPO, free_port, wait_port
+from sw_proc import REPO, wait_port
 from test_switch_process import cli
 
 from p4switch.p4info.index import P4InfoIndex
+from tests.ports import loose_port
 from topos.mininet.procs import stop_child
 
 pytestmark = pytest.mark.root
@@ -67,7 +68,7 @@ def test_two_switches_in_one_process_forward_through_each_other(net, tmp_path):
     h1, h2 = net.host("h1"), net.host("h2")
     s1_host, s2_host = net.link(h1, "eth0", 1), net.link(h2, "eth0", 2)
     s1_out, s2_in = net.wire(1)
-    ports = [(free_port(), free_port()) for _ in range(2)]
+    ports = [(loose_port(), loose_port()) for _ in range(2)]
     proc = start_group(switch_args({1: s1_host, 2: s1_out}, *ports[0]),
                        switch_args({1: s2_in, 2: s2_host}, *ports[1]))
     clients: list[Client] = []
@@ -117,9 +118,9 @@ def test_two_switches_in_one_process_forward_through_each_other(net, tmp_path):
 def test_a_switch_that_cannot_start_stops_the_group_and_is_named(net):
     h1 = net.host("h1")
     s1_if = net.link(h1, "eth0", 1)
-    first = (free_port(), free_port())
+    first = (loose_port(), loose_port())
     proc = start_group(switch_args({1: s1_if}, *first),
-                       switch_args({1: "swnosuchif0"}, free_port(), free_port()))
+                       switch_args({1: "swnosuchif0"}, loose_port(), loose_port()))
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 1
     assert "switch 2:" in err and "swnosuchif0" in err and "does not exist" in err

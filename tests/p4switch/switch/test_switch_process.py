@@ -14,7 +14,9 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from sw_frames import eth, mac, probe
 from sw_netenv import raw_socket
 from sw_p4rt import PROGRAMS, Client, compile_program
-from sw_proc import REPO, SwitchProcess, free_port
+from sw_proc import REPO, SwitchProcess
+
+from tests.ports import loose_port
 
 pytestmark = pytest.mark.root
 
@@ -69,8 +71,8 @@ def test_sigterm_with_controllers_connected_stops_within_a_second():
 def test_sigterm_while_loading_a_program_stops_within_a_second(tmp_path):
     log = tmp_path / "switch.log"
     argv = [sys.executable, "-m", "p4switch.cli.switch", "--log-file", str(log), "--thrift-port",
-            str(free_port()), str(REPO / "p4src" / "ecmp.p4"), "--", "--grpc-server-addr",
-            f"127.0.0.1:{free_port()}"]
+            str(loose_port()), str(REPO / "p4src" / "ecmp.p4"), "--", "--grpc-server-addr",
+            f"127.0.0.1:{loose_port()}"]
     proc = subprocess.Popen(argv, cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)))
     try:
         deadline = time.monotonic() + 30
@@ -97,8 +99,8 @@ def test_sigint_also_stops_within_a_second():
 
 def test_missing_interface_is_a_clear_startup_error():
     res = subprocess.run([sys.executable, "-m", "p4switch.cli.switch", "-i", "1@swnosuchif0",
-                          "--no-p4", "--thrift-port", str(free_port()), "--",
-                          "--grpc-server-addr", f"127.0.0.1:{free_port()}"],
+                          "--no-p4", "--thrift-port", str(loose_port()), "--",
+                          "--grpc-server-addr", f"127.0.0.1:{loose_port()}"],
                          cwd=REPO, capture_output=True, text=True, timeout=30)
     assert res.returncode == 1
     assert "swnosuchif0" in res.stderr and "does not exist" in res.stderr
