@@ -35,7 +35,7 @@ class StageOutcome:
     crossed: bool
     loss_window_s: float
     outage_s: float  # longest run of empty bins while failed
-    lost: int  # PSNs skipped in the silences of this stage
+    lost: int  # PSNs lost (skipped, never received) in the silences of this stage
     recovered: bool  # delivering without loss again before the restore
 
     @property
@@ -51,7 +51,7 @@ def packets(series: Mapping[int, int], size: int) -> dict[int, float]:
 def delivering(series: Mapping[int, float], gaps: Sequence[Sequence[float]], first: int,
                last: int, *, t0: float, bin_s: float, nominal_per_bin: float) -> bool:
     """Whether the flow delivers (`MIN_RATE`) without loss (`MAX_LOSS`) in bins first..last-1;
-    `gaps` are the receiver's silences (last arrival before, first after, PSNs skipped)."""
+    `gaps` are the receiver's silences (last arrival before, first after, PSNs lost)."""
     if last <= first:
         return True
     received = sum(series.get(i, 0) for i in range(first, last))

@@ -36,8 +36,9 @@ def loss_window(gaps: Sequence[Sequence[float]], t_fail: float, horizon_s: float
                 slack_s: float = 0.05, span: bool = False) -> float:
     """How long the failure at `t_fail` kept the flow from delivering, from its silences.
 
-    `gaps` are (last arrival before, first arrival after, PSNs skipped) for every silence longer
-    than the receiver's gap floor; only silences that lost packets count, and only those beginning
+    `gaps` are (last arrival before, first arrival after, PSNs skipped there and never
+    received) for every silence longer than the receiver's gap floor; only silences that lost
+    packets count (a reordered packet that arrived late is not lost), and only those beginning
     between `slack_s` before `t_fail` and `horizon_s` after it. The window is the
     longest such silence (a link that went dark), or with `span` the time from the first to the
     end of the last one (a link that drops some packets until it is isolated).
