@@ -107,10 +107,11 @@ class FlowRecord:
         if not self.packets:
             self.first_t = now
         if psn >= self.next_psn:
-            if skipped <= MAX_HOLES:
-                gap = len(self.gaps) - 1 if self.packets else -1
-                self.missing.update(dict.fromkeys(range(self.next_psn, psn), gap))
-            self.lost += skipped
+            if skipped:
+                self.lost += skipped
+                if skipped <= MAX_HOLES:
+                    gap = len(self.gaps) - 1 if self.packets else -1
+                    self.missing.update(dict.fromkeys(range(self.next_psn, psn), gap))
             self.next_psn = psn + 1
         elif psn in self.missing:  # a late packet fills a hole: reordered, not lost
             gap = self.missing.pop(psn)

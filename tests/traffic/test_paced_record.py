@@ -3,7 +3,7 @@ does not (the failover experiment's loss window counts only silences that lost p
 
 from __future__ import annotations
 
-from traffic.paced import FlowRecord
+from traffic.paced import MAX_HOLES, FlowRecord
 
 GAP_S = 0.005
 
@@ -46,3 +46,12 @@ def test_psns_before_the_first_arrival_count_lost_until_they_arrive() -> None:
     _arrivals(record, [(2, 0.0), (0, 0.001)])
     assert record.lost == 1
     assert record.gaps == []
+
+
+def test_a_skip_longer_than_max_holes_stays_lost() -> None:
+    record = FlowRecord("10.0.0.1", 7)
+    skipped = MAX_HOLES + 1
+    _arrivals(record, [(0, 0.0), (skipped + 1, 1.0), (1, 1.001)])
+    assert record.lost == skipped
+    assert record.gaps == [(0.0, 1.0, skipped)]
+    assert not record.missing
