@@ -41,7 +41,7 @@ from experiments.framework.results import ResultDir
 
 OUTCOME_FIELDS = ["kind", "trial", "target", "flow", "crossed", "affected", "loss_window_ms",
                   "lost", "lost_at_restore", "recovery_s", "recovered", "controller_detect_ms",
-                  "controller_reroute_ms"]
+                  "controller_reroute_ms", "switch_rx_dropped"]
 TIMELINE_FIELDS = ["kind", "trial", "flow", "t_s", "goodput_bps"]
 SMOOTH_BINS = 5  # the timeline plot shows 50 ms means of the 10 ms bins
 EVENT_FIELDS = ["kind", "trial", "link", "state", "source", "t_s", "reroute_ms", "writes",
@@ -77,7 +77,10 @@ def run(ctx: RunContext) -> None:
                              f"{sum(o.lost > 0 for o in hit)} lost packets, longest loss "
                              f"window {worst * 1000:.0f} ms"
                              + "".join(f", {o.flow} NEVER RECOVERED"
-                                       for o in result.outcomes if not o.recovered))
+                                       for o in result.outcomes if not o.recovered)
+                             + (f"; the switches' receive rings dropped {result.kernel_drops} "
+                                "frames (a busy machine, not the failover)"
+                                if result.kernel_drops else ""))
     ctx.out.write_csv("outcomes.csv", outcomes, OUTCOME_FIELDS)
     ctx.out.write_csv("timeline.csv", timeline, TIMELINE_FIELDS)
     ctx.out.write_csv("events.csv", events, EVENT_FIELDS)

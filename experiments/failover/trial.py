@@ -38,6 +38,7 @@ class TrialResult:
     outcomes: list[FlowRecovery]
     bins: dict[str, dict[int, int]]
     events: list = field(default_factory=list)  # LinkEvents of this trial
+    kernel_drops: int | None = None  # frames the switches' receive rings dropped (None: unknown)
 
     def outcome_rows(self) -> list[dict]:
         events = [e for e in self.events if e.rerouted is not None and not e.up]
@@ -51,7 +52,8 @@ class TrialResult:
                  "controller_detect_ms": "" if first is None
                  else round((first.seen - self.failure.t_fail) * 1000, 1),
                  "controller_reroute_ms": "" if first is None
-                 else round(first.reroute_s * 1000, 1)}
+                 else round(first.reroute_s * 1000, 1),
+                 "switch_rx_dropped": "" if self.kernel_drops is None else self.kernel_drops}
                 for o in self.outcomes]
 
     def timeline_rows(self) -> list[dict]:
@@ -82,6 +84,7 @@ def run_trial(lab: FailoverLab, kind: str, trial: int, params: dict, *,
     paths = lab.trace_paths(flows)
     failure = pick_failure(lab, kind, flows, paths)
     events_before = len(lab.rc.events) if lab.rc else 0
+    drops_before = lab.kernel_drops()
     with lab.start_flows(flows, pps=params["pps"], size=params["size"]) as run:
 
         def hold(seconds: float, phase: str) -> None:
@@ -102,6 +105,9 @@ def run_trial(lab: FailoverLab, kind: str, trial: int, params: dict, *,
         raise RuntimeError(f"no packet of {', '.join(silent)} arrived: the fabric does not "
                            f"forward (see the switch logs in the result directory)")
     bins = run.snapshot()
+    drops_after = lab.kernel_drops()
+    kernel_drops = (None if drops_before is None or drops_after is None
+                    else drops_after - drops_before)
     horizon = params["fail_s"]
     outcomes = [outcome(f.name, run.results.get(f.name, {}), bins.get(f.name, {}), run.bin_s,
                         run.t0, failure.t_fail, horizon, span=kind == "silent",
@@ -109,4 +115,5 @@ def run_trial(lab: FailoverLab, kind: str, trial: int, params: dict, *,
                         t_restore=failure.t_restore, t_end=t_end)
                 for f in flows]
     events = list(lab.rc.events[events_before:]) if lab.rc else []
-    return TrialResult(kind, trial, failure, flows, run.t0, run.bin_s, outcomes, bins, events)
+    return TrialResult(kind, trial, failure, flows, run.t0, run.bin_s, outcomes, bins, events,
+                       kernel_drops)

@@ -17,6 +17,7 @@ links the `LinkProber` finds dropping.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 from collections.abc import Iterable
@@ -67,6 +68,7 @@ class FailoverLab(SessionLab):
                  probe_period: float = 1.0, watch_interval: float = 0.05,
                  cluster: ClusterOptions | None = None):
         self.spec = spec
+        self.cluster = cluster
         self.session = FabricSession(spec, program=program, target=target, log_dir=log_dir,
                                      cluster=cluster, reconverge=reconverge, probes=probes,
                                      probe_period=probe_period, watch_interval=watch_interval)
@@ -79,6 +81,20 @@ class FailoverLab(SessionLab):
     @property
     def prober(self) -> LinkProber | None:
         return self.session.prober
+
+    def kernel_drops(self, switches: Iterable[str] | None = None) -> int | None:
+        """Frames the kernel dropped so far on the receive rings of `switches` (default: all):
+        a switch kept off the CPU long enough overflows them (p4switch's `port_stats`
+        rx_dropped). None where that cannot be read: BMv2, or switches on several servers."""
+        if self.session.target.name != "p4switch" or self.cluster is not None:
+            return None
+        from controller.queues import run_commands
+
+        chosen = self.spec.switches if switches is None else map(self.spec.switch, switches)
+        return sum(int(n) for sw in chosen
+                   for n in re.findall(r"rx_dropped (\d+)",
+                                       run_commands(self.session.target, sw.thrift_port,
+                                                    ["port_stats"])))
 
     # ---- lifecycle -----------------------------------------------------------------------
     def start_loops(self, reconverge: bool = True, probes: bool = True) -> None:

@@ -9,7 +9,6 @@ and they do not take a switch that drops what reaches it (as one starved of CPU 
 from __future__ import annotations
 
 import os
-import re
 import signal
 import threading
 import time
@@ -18,7 +17,6 @@ import pytest
 
 from controller.checks import pingall
 from controller.probes import DirectionLoss
-from controller.queues import run_commands
 from experiments.framework.failover_lab import FailoverLab, Failure
 from experiments.framework.recovery import outcome
 from tests.failover.fabrics import fo_fabric
@@ -197,12 +195,6 @@ def test_the_probes_find_and_isolate_a_silently_dropping_link_and_give_it_back(l
         wait_for(lambda: failure.target not in lab.prober.isolated, 10, "the give-back")
 
 
-def _kernel_drops(lab: FailoverLab, switch: str) -> int:
-    """Frames the kernel dropped on `switch`'s port sockets so far (p4switch's `port_stats`)."""
-    stats = run_commands("p4switch", lab.spec.switch(switch).thrift_port, ["port_stats"])
-    return sum(int(n) for n in re.findall(r"rx_dropped (\d+)", stats))
-
-
 def _starve(pids: list[int], running: float, period: float, stop: threading.Event) -> None:
     """Let `pids` run `running` of every `period` seconds (SIGSTOP/SIGCONT) until `stop`."""
     try:
@@ -232,14 +224,20 @@ def test_the_probes_do_not_take_a_switch_starved_of_cpu_for_a_lossy_link(lab):
         link = lab.busiest_link(lab.candidates("silent", flows))  # a source ToR's uplink
         far = lab.session.net.switch(link.b.node if link.a.node in src_tors else link.a.node)
         assert far.proc is not None
-        drops_before = _kernel_drops(lab, far.name)
+
+        def dropped() -> int:
+            n = lab.kernel_drops([far.name])
+            assert n is not None, "p4switch counts its receive rings' drops"
+            return n
+
+        drops_before = dropped()
         rounds_before, events_before = len(lab.prober.rounds), len(lab.rc.events)
         stop = threading.Event()
         starver = threading.Thread(target=_starve, args=([far.proc.pid], 0.01, 0.2, stop))
         starver.start()
         try:
             # its receive rings fill in 3-11 s; the probes must then judge it for a while
-            wait_for(lambda: _kernel_drops(lab, far.name) > drops_before, 30,
+            wait_for(lambda: dropped() > drops_before, 30,
                      f"{far.name}'s receive rings overflowing")
             rounds_dropping = len(lab.prober.rounds)
             wait_for(lambda: len(lab.prober.rounds) >= rounds_dropping + 8, 30,
