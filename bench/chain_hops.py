@@ -11,7 +11,7 @@ woken with work; involuntary: preempted), and the loss.
 
     sudo .venv/bin/python bench/chain_hops.py [--switches 4] [--rates 1000,4000]
         [--size 1000] [--seconds 4] [--program ecmp] [--target p4switch] [--htb MBPS]
-        [--per-process K]
+        [--per-process K] [--pipeline native|python]
 
 `--per-process K` runs K consecutive switches of the line in one p4switch process
 (`p4switch ARGS :: ARGS`, one loop for their data planes). `--htb` shapes the links between
@@ -31,7 +31,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "bench")]
 
 from proc_accounting import ctx_switches  # noqa: E402
-from switch_pps import cpu_seconds, program_route, start_switches, stop  # noqa: E402
+from switch_pps import (  # noqa: E402
+    cpu_seconds,
+    native_missing,
+    program_route,
+    start_switches,
+    stop,
+)
 from switch_pps_io import Bench, drain, run_traffic, sh  # noqa: E402
 
 
@@ -66,6 +72,8 @@ def main() -> int:
     p.add_argument("--size", type=int, default=1000, help="frame bytes")
     p.add_argument("--seconds", type=float, default=4.0)
     p.add_argument("--program", default="ecmp")
+    p.add_argument("--pipeline", default="native", choices=("native", "python"),
+                   help="p4switch's pipeline (the native one is built first)")
     p.add_argument("--target", default="p4switch", choices=("p4switch", "bmv2"))
     p.add_argument("--per-process", type=int, default=1, metavar="K",
                    help="switches served by one p4switch process (default 1)")
@@ -83,11 +91,17 @@ def main() -> int:
     from mechanisms import program_path
 
     pipeline = build_pipeline(program_path(args.program), args.target)
+    options: tuple[str, ...] = ()
+    if args.target == "p4switch":
+        if args.pipeline == "native" and native_missing(args.program):
+            return 1
+        options = ("--pipeline", args.pipeline)
     bench = Bench()
     procs = []
     shaped = f"HTB {args.htb:g} Mb/s" if args.htb else "unshaped"
     per = f"{args.per_process} per process" if args.per_process > 1 else "one process each"
-    print(f"{args.target}, {args.program}.p4, {args.switches} switches in a line ({per}), "
+    pipe = f" ({args.pipeline} pipeline)" if args.target == "p4switch" else ""
+    print(f"{args.target}{pipe}, {args.program}.p4, {args.switches} switches in a line ({per}), "
           f"{args.size} B frames, links between switches {shaped}; "
           f"load average {os.getloadavg()[0]:.2f} at start")
     try:
@@ -95,7 +109,8 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             for first in range(0, len(chain), args.per_process):
                 group = chain[first:first + args.per_process]
-                proc, addrs, _ = start_switches(args.target, group, Path(tmp) / f"s{first}.log")
+                proc, addrs, _ = start_switches(args.target, group, Path(tmp) / f"s{first}.log",
+                                                options)
                 procs.append(proc)
                 for addr in addrs:
                     program_route(addr, pipeline)

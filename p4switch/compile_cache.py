@@ -1,5 +1,5 @@
 """The on-disk cache of compiled programs: what the back end makes of a device config (the
-generated Python source, the control-plane model and the field lists), so the switches of a
+generated Python and Cython sources, the control-plane model and the field lists), so the switches of a
 fabric load the program their controller compiled instead of compiling it again."""
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from . import cpmodel
 from .cpmodel import ControlPlaneModel
 
 CACHE_ENV = "P4SWITCH_CACHE_DIR"
-_CACHE_FORMAT = "p4switch-compile-cache-1"
+_CACHE_FORMAT = "p4switch-compile-cache-2"
 _CACHE_SUFFIX = ".p4c-cache"
 _NOT_COMPILER = ("switch", "server", "cli", "stf")  # p4switch folders the compiler does not use
-Cached = tuple[str, ControlPlaneModel, dict[int, list[str]]]  # source, model, field lists
+# Python source, Cython source, model, field lists
+Cached = tuple[str, str, ControlPlaneModel, dict[int, list[str]]]
 
 
 def cache_dir() -> Path | None:
@@ -60,7 +61,7 @@ class _ModelUnpickler(pickle.Unpickler):
 
 class CompileCache:
     """Compiled programs in `directory`, one file per key: a JSON header line (format, key,
-    sha256 of the rest) and the pickled (source, model, field lists). Written to a temporary
+    sha256 of the rest) and the pickled (source, Cython source, model, field lists). Written to a temporary
     file and renamed into place, so concurrent writers and readers never see half an entry;
     the `max_entries` least recently used are kept."""
 
@@ -95,20 +96,22 @@ class CompileCache:
             if (header.get("format") != _CACHE_FORMAT or header.get("key") != key
                     or header.get("sha256") != hashlib.sha256(payload).hexdigest()):
                 return None
-            source, model, field_lists = _ModelUnpickler(io.BytesIO(payload)).load()
+            source, native_source, model, field_lists = \
+                _ModelUnpickler(io.BytesIO(payload)).load()
         except Exception:  # unreadable, truncated, foreign: a miss
             return None
-        if not (isinstance(source, str) and isinstance(model, ControlPlaneModel)
-                and isinstance(field_lists, dict)):
+        if not (isinstance(source, str) and isinstance(native_source, str)
+                and isinstance(model, ControlPlaneModel) and isinstance(field_lists, dict)):
             return None
         with contextlib.suppress(OSError):
             os.utime(path)  # recently used
-        return source, model, field_lists
+        return source, native_source, model, field_lists
 
-    def store(self, key: str, source: str, model: ControlPlaneModel,
+    def store(self, key: str, source: str, native_source: str, model: ControlPlaneModel,
               field_lists: dict[int, list[str]]) -> None:
         """Write the entry (best effort: a cache that cannot be written is only slower)."""
-        payload = pickle.dumps((source, model, field_lists), protocol=pickle.HIGHEST_PROTOCOL)
+        payload = pickle.dumps((source, native_source, model, field_lists),
+                               protocol=pickle.HIGHEST_PROTOCOL)
         header = json.dumps({"format": _CACHE_FORMAT, "key": key,
                              "sha256": hashlib.sha256(payload).hexdigest()}).encode()
         try:

@@ -6,10 +6,12 @@
     engine.process(port, frame_bytes)    # -> [(egress port, bytes), ...]
 
 source -> preprocess -> parse (LALR grammar) -> typed IR (checker) -> Python module (backend),
-exec'd once per program; the per-packet path never touches the syntax tree.
+exec'd once per program; the per-packet path never touches the syntax tree. The back end also
+writes the same module as Cython source: `new_engine(..., native=True)` runs the program
+compiled to native code (p4switch/native.py), with the same results.
 
-What the back end makes of a preprocessed program (its Python source, control-plane model and
-field lists) is kept in an on-disk cache (`compile_cache.CompileCache`), keyed by the device
+What the back end makes of a preprocessed program (its Python and Cython sources,
+control-plane model and field lists) is kept in an on-disk cache (`compile_cache.CompileCache`), keyed by the device
 config and the compiler's own sources: the switches of a fabric load the program their
 controller compiled instead of compiling it again. A missing, unreadable or corrupt entry is rebuilt.
 """
@@ -37,11 +39,12 @@ _CONFIG_FORMAT = "p4switch-device-config-1"
 
 
 class CompiledProgram:
-    def __init__(self, name: str, pre: Preprocessed, source: str, model: ControlPlaneModel,
-                 field_lists: dict[int, list[str]]):
+    def __init__(self, name: str, pre: Preprocessed, source: str, native_source: str,
+                 model: ControlPlaneModel, field_lists: dict[int, list[str]]):
         self.name = name
         self.model = model
         self.python_source = source
+        self.native_source = native_source
         self._pre = pre
         namespace: dict = {}
         exec(compile(source, f"<p4switch:{name}>", "exec"), namespace)
@@ -66,9 +69,20 @@ class CompiledProgram:
                                              f"invalid device config: {e}")]) from None
         return _compile_preprocessed(pre, name)
 
-    def new_engine(self, state, config: EngineConfig | None = None) -> Engine:
+    def new_engine(self, state, config: EngineConfig | None = None, *,
+                   native: bool = False) -> Engine:
+        """An engine running this program on `state`; `native`: its stages compiled to
+        native code (built once and cached; raises `native.NativeUnavailable` when it
+        cannot be built here)."""
         config = config or EngineConfig()
-        return Engine(self._make(state, config), state, config, self._field_lists)
+        if not native:
+            return Engine(self._make(state, config), state, config, self._field_lists)
+        from .native import native_module
+
+        make = native_module(self.native_source, self.name).make
+        engine = Engine(make(state, config), state, config, self._field_lists)
+        engine.pipeline = "native"
+        return engine
 
 
 def compile_program(path: str | Path, include_dirs: Sequence[str | Path] = (),
@@ -109,16 +123,17 @@ def _compile_preprocessed(pre: Preprocessed, name: str,
                 return CompiledProgram(name, pre, *hit)
             except Exception:  # a cached source that does not load is rebuilt, not trusted
                 cache.discard(key)
-    source, model, field_lists = _compile(pre, name, reporter or Reporter())
-    program = CompiledProgram(name, pre, source, model, field_lists)
+    compiled = _compile(pre, name, reporter or Reporter())
+    program = CompiledProgram(name, pre, *compiled)
     if cache is not None:
-        cache.store(key, source, model, field_lists)
+        cache.store(key, *compiled)
     return program
 
 
-def _compile(pre: Preprocessed, name: str,
-             reporter: Reporter) -> tuple[str, ControlPlaneModel, dict[int, list[str]]]:
-    """Parse, check and generate: (Python source, control-plane model, field lists)."""
+def _compile(pre: Preprocessed, name: str, reporter: Reporter
+             ) -> tuple[str, str, ControlPlaneModel, dict[int, list[str]]]:
+    """Parse, check and generate: (Python source, Cython source, control-plane model,
+    field lists)."""
     from .backend.program import generate
     from .frontend.check import Checker
     from .frontend.parse import parse
@@ -135,8 +150,8 @@ def _compile(pre: Preprocessed, name: str,
     reporter.check()
     result = generate(info, name, reporter)
     reporter.check()
-    source, model = result
-    return source, model, _field_lists(info)
+    source, native_source, model = result
+    return source, native_source, model, _field_lists(info)
 
 
 def _field_lists(info: ProgramInfo) -> dict[int, list[str]]:

@@ -83,6 +83,7 @@ class Engine:
         self._pre = state.pre
         self._digests = state.digests
         self.internal_errors = 0
+        self.pipeline = "python"  # "native": the stages are the native module's
 
     # ---- ingress -------------------------------------------------------------------------
     def _parse(self, ctx: PacketContext, data: bytes, port: int, instance: int, meta=None):

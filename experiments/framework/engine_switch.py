@@ -135,7 +135,8 @@ def _mac(value: int) -> str:
 
 class EngineSwitch:
     """A compiled program in the engine with one ECMP group for 10.0.0.0/8 to `ports`, set up
-    as the controller would: hash seed, flowlet gap, DLB tagging ports. `now_us` is its clock.
+    as the controller would: hash seed, flowlet gap, DLB tagging ports. `now_us` is its clock;
+    `native`: the program's native pipeline (p4switch/native.py) runs it.
 
     A dropped packet raises `dropped` (PacketDropped here; a lab's checker raises its verdict);
     `label` names the switch in that message."""
@@ -144,13 +145,14 @@ class EngineSwitch:
 
     def __init__(self, compiled: CompiledProgram, ports: list[int], *, seed: int = 0,
                  flowlet_gap_us: int | None = None, host_ports: Iterable[int] = (),
-                 label: str = "the switch") -> None:
+                 label: str = "the switch", native: bool = False) -> None:
         self.label = label
         self.ports = list(ports)
         self.now_us = 1
         self.model = compiled.model
         self.state = RuntimeState(compiled.model)
-        self.engine = compiled.new_engine(self.state, EngineConfig(now_us=lambda: self.now_us))
+        self.engine = compiled.new_engine(self.state, EngineConfig(now_us=lambda: self.now_us),
+                                          native=native)
         self.tables = [t.name for t in self.model.tables]
         self.actions = [a.name for a in self.model.actions]
         self.queues: dict[int, deque] = {}

@@ -3,6 +3,11 @@
 `make` binds tables and externs of a RuntimeState to closure variables once, then returns the
 pipeline stage functions (parser, verify_checksum, ingress, egress, compute_checksum, deparser)
 and the factories of the header/metadata structs. Everything else happens in engine.py.
+
+The module comes in two forms that differ only in their struct classes (structs.py): Python,
+the reference, and Cython source for the native pipeline (p4switch/native.py). The stages'
+text is the same in both; their parameters are annotated with the struct classes, which Cython
+reads as types.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from p4switch.runtime.hashing import ALGORITHMS as _ALGORITHMS
 from struct import Struct as _Struct
 from p4switch.cpmodel import ActionCall as _ActionCall
 """
+NATIVE_PRELUDE = "# cython: language_level=3, binding=False, auto_pickle=False\n" + PRELUDE
 
 class ProgramGen:
     """The program's stages, functions, control and extern instances, and its model."""
@@ -148,8 +154,10 @@ class ProgramGen:
         py_params = self._bind_block_params(decl, env)
         for p, v in zip(decl.ctor_params, ctor_args, strict=False):
             env.bind(p.sym, literal(v.const) if getattr(v, "const", None) is not None else "None")
+        sm = self.ctx.info.types.get("standard_metadata_t")
+        sm_param = f"_sm: {class_name(sm)}" if isinstance(sm, StructType) else "_sm"
         if is_parser:
-            em.line(f"def {role}(ctx, _data, {', '.join(py_params)}, _sm):")
+            em.line(f"def {role}(ctx, _data, {', '.join(py_params)}, {sm_param}):")
             with em.indent():
                 em.line("_off = 0")
                 em.line("_n = len(_data)")
@@ -167,14 +175,17 @@ class ProgramGen:
                     em.line("ctx.parser_offset = _off")
                     em.line("raise")
         else:
-            em.line(f"def {role}(ctx, {', '.join(py_params)}, _sm):")
+            em.line(f"def {role}(ctx, {', '.join(py_params)}, {sm_param}):")
             with em.indent():
                 self.instance_setup(inst, env)
                 self.ctx.stmt.block(decl.body.stmts, env)
         em.line("")
 
     def _bind_block_params(self, decl, env: Env) -> list[str]:
+        """The block's Python parameters after `ctx` (and `_data`), but `_sm`; headers and
+        metadata annotated with their struct classes."""
         names = []
+        params = []
         for p in decl.params:
             t = p.sym.type
             if isinstance(t, ExternType) and t.decl.name == "packet_in":
@@ -182,13 +193,15 @@ class ProgramGen:
             elif isinstance(t, ExternType) and t.decl.name == "packet_out":
                 env.bind(p.sym, "_out")
                 names.append("_out")
+                params.append("_out")
             elif isinstance(t, StructType) and t.name == "standard_metadata_t":
                 env.bind(p.sym, "_sm")
             else:
                 py = ["hdr", "meta"][min(len([n for n in names if n != "_out"]), 1)]
                 env.bind(p.sym, py)
                 names.append(py)
-        return names
+                params.append(f"{py}: {class_name(t)}" if isinstance(t, StructType) else py)
+        return params
 
     def gen_functions(self) -> None:
         em = self.ctx.em
@@ -290,7 +303,8 @@ def new_context(info: ProgramInfo, program: str, reporter: Reporter) -> GenConte
 
 
 def generate(info: ProgramInfo, program: str, reporter: Reporter):
-    """Returns (python source, ControlPlaneModel, field lists) or reports errors."""
+    """Returns (Python source, Cython source, ControlPlaneModel), or None after reporting
+    the errors."""
     ctx = new_context(info, program, reporter)
     gen = ctx.program
     body = Emitter()
@@ -313,10 +327,23 @@ def generate(info: ProgramInfo, program: str, reporter: Reporter):
     except Exception as e:  # a bug here must still come out as a diagnostic
         reporter.error(None, f"internal compiler error: {type(e).__name__}: {e}")
         return None
-    out = Emitter()
-    for line in PRELUDE.splitlines():
-        out.line(line)
-    gen_struct_classes(out, info.structs)
+    make = Emitter()
+    _gen_make(make, ctx, body)
+    sources = []
+    for prelude, native in ((PRELUDE, False), (NATIVE_PRELUDE, True)):
+        out = Emitter()
+        for line in prelude.splitlines():
+            out.line(line)
+        gen_struct_classes(out, info.structs, native)
+        out.lines.extend(make.lines)
+        sources.append(out.source())
+    return sources[0], sources[1], model
+
+
+def _gen_make(out: Emitter, ctx: GenContext, body: Emitter) -> None:
+    """`make(_state, _config)`: the closure bindings, the stages in `body`, and the dict of
+    stages and struct factories it returns."""
+    info = ctx.info
     out.line("def make(_state, _config):")
     with out.indent():
         out.line("_tables = _state.tables")
@@ -343,5 +370,4 @@ def generate(info: ProgramInfo, program: str, reporter: Reporter):
         out.line(f"    'new_sm': {class_name(sm)},")
         out.line(f"    'errors': {tuple(info.errors)!r},")
         out.line("}")
-    return out.source(), model
 

@@ -1,4 +1,10 @@
-"""Python classes for P4 headers and structs (slots; extract/emit for headers)."""
+"""Python classes for P4 headers and structs (slots; extract/emit for headers).
+
+Each class comes in two forms with the same methods and behaviour: a Python class (the
+reference, run by the interpreter) and a Cython extension type for the native pipeline
+(p4switch/native.py), whose fields are C slots, so the stages typed with it reach a field
+without a dictionary.
+"""
 
 from __future__ import annotations
 
@@ -39,9 +45,80 @@ def is_aggregate(t: P4Type | None) -> bool:
     return isinstance(t, (StructType, StackType))
 
 
-def gen_struct_classes(em: Emitter, structs: list[StructType]) -> None:
+def gen_struct_classes(em: Emitter, structs: list[StructType], native: bool = False) -> None:
+    """The classes of `structs`: Python classes, or (`native`) Cython extension types."""
     for t in structs:
-        _gen_class(em, t)
+        if native:
+            _gen_native_class(em, t)
+        else:
+            _gen_class(em, t)
+
+
+def _field_ctype(ft: P4Type) -> str:
+    """The C slot type of a field in the native classes: a nested struct or header is its
+    extension type, everything else a Python object (the values and their arithmetic stay
+    Python's, so the native pipeline computes exactly what the Python one does)."""
+    return class_name(ft) if isinstance(ft, StructType) else "object"
+
+
+def _gen_native_class(em: Emitter, t: StructType) -> None:
+    """`_gen_class`'s class as a Cython extension type: the same methods, with per-field
+    zeroing and copying where the Python class uses its instance dict."""
+    cls = class_name(t)
+    names = [py_ident(n) for n, _ in t.fields]
+    fields = list(zip(names, (ft for _, ft in t.fields), strict=True))
+    header = t.kind == "header"
+    em.line(f"cdef class {cls}:")
+    with em.indent():
+        if header:
+            em.line("cdef public bint _valid")
+        for n, ft in fields:
+            em.line(f"cdef public {_field_ctype(ft)} {n}")
+        em.line(f"_p4name = {t.name!r}")
+        em.line(f"_fields = {tuple(n for n, _ in t.fields)!r}")
+        em.line("def __init__(self):")
+        with em.indent():
+            for n, ft in fields:
+                em.line(f"self.{n} = {zero_value(ft)}")
+        em.line("def _copy(self):")
+        with em.indent():
+            em.line(f"cdef {cls} c = {cls}.__new__({cls})")
+            if header:
+                em.line("c._valid = self._valid")
+            for n, ft in fields:
+                em.line(f"c.{n} = self.{n}._copy()" if is_aggregate(ft) else f"c.{n} = self.{n}")
+            em.line("return c")
+        em.line(f"def _assign(self, {cls} o):")
+        with em.indent():
+            if header:
+                em.line("self._valid = o._valid")
+            for n, ft in fields:
+                if header:  # as the Python header: nested values copied, not shared
+                    em.line(f"self.{n} = o.{n}._copy()" if is_aggregate(ft)
+                            else f"self.{n} = o.{n}")
+                elif is_aggregate(ft):
+                    em.line(f"self.{n}._assign(o.{n})")
+                else:
+                    em.line(f"self.{n} = o.{n}")
+        _gen_eq_values_of(em, names, fields, header)
+        if t.kind == "header_union":
+            _gen_union_validity(em, names)
+        if header and t.varbit is not None:
+            _gen_varbit_header_io(em, t, names)
+        elif header:
+            _gen_header_io(em, t, names)
+        else:
+            _gen_struct_emit(em, fields)
+        if header:
+            em.line("def _zero(self):")
+            with em.indent():
+                em.line("self._valid = False")
+                for n, ft in fields:
+                    em.line(f"self.{n} = {zero_value(ft)}")
+    if header and t.varbit is None:
+        for line in struct_lines(t):
+            em.line(line)
+    em.line("")
 
 
 def _gen_class(em: Emitter, t: StructType) -> None:
@@ -101,31 +178,8 @@ def _gen_class(em: Emitter, t: StructType) -> None:
                         em.line(f"self.{n}._assign(o.{n})")
                     else:
                         em.line(f"self.{n} = o.{n}")
-        em.line("def _eq(self, o):")
-        with em.indent():
-            parts = []
-            if header:
-                em.line("if not self._valid and not o._valid: return True")
-                parts.append("self._valid == o._valid")
-            for n, (_, ft) in zip(names, t.fields, strict=False):
-                parts.append(f"self.{n}._eq(o.{n})" if is_aggregate(ft)
-                             else f"self.{n} == o.{n}")
-            em.line("return " + (" and ".join(parts) or "True"))
-        em.line("def _values(self):")
-        with em.indent():
-            em.line("return (" + "".join(f"self.{n}, " for n in names) + ")")
-        em.line("@classmethod")
-        em.line("def _of(cls, vals):")
-        with em.indent():
-            em.line("c = cls()")
-            if header:
-                em.line("c._valid = True")
-            for i, (n, (_, ft)) in enumerate(zip(names, t.fields, strict=False)):
-                if is_aggregate(ft):
-                    em.line(f"c.{n}._assign(vals[{i}])")
-                else:
-                    em.line(f"c.{n} = vals[{i}]")
-            em.line("return c")
+        fields = list(zip(names, (ft for _, ft in t.fields), strict=True))
+        _gen_eq_values_of(em, names, fields, header)
         if t.kind == "header_union":
             _gen_union_validity(em, names)
         if header and t.varbit is not None:
@@ -133,15 +187,52 @@ def _gen_class(em: Emitter, t: StructType) -> None:
         elif header:
             _gen_header_io(em, t, names)
         else:
-            em.line("def _emit(self, out):")
+            _gen_struct_emit(em, fields)
+        if header:
+            em.line("def _zero(self):")
             with em.indent():
-                for n, (_, ft) in zip(names, t.fields, strict=False):
-                    if is_aggregate(ft):
-                        em.line(f"self.{n}._emit(out)")
+                em.line("self.__dict__.clear()")
+                for n, ft in nested:
+                    em.line(f"self.{n} = {zero_value(ft)}")
     if header and t.varbit is None:
         for line in struct_lines(t):
             em.line(line)
     em.line("")
+
+
+def _gen_eq_values_of(em: Emitter, names: list[str], fields: list, header: bool) -> None:
+    em.line("def _eq(self, o):")
+    with em.indent():
+        parts = []
+        if header:
+            em.line("if not self._valid and not o._valid: return True")
+            parts.append("self._valid == o._valid")
+        for n, ft in fields:
+            parts.append(f"self.{n}._eq(o.{n})" if is_aggregate(ft) else f"self.{n} == o.{n}")
+        em.line("return " + (" and ".join(parts) or "True"))
+    em.line("def _values(self):")
+    with em.indent():
+        em.line("return (" + "".join(f"self.{n}, " for n in names) + ")")
+    em.line("@classmethod")
+    em.line("def _of(cls, vals):")
+    with em.indent():
+        em.line("c = cls()")
+        if header:
+            em.line("c._valid = True")
+        for i, (n, ft) in enumerate(fields):
+            if is_aggregate(ft):
+                em.line(f"c.{n}._assign(vals[{i}])")
+            else:
+                em.line(f"c.{n} = vals[{i}]")
+        em.line("return c")
+
+
+def _gen_struct_emit(em: Emitter, fields: list) -> None:
+    em.line("def _emit(self, out):")
+    with em.indent():
+        for n, ft in fields:
+            if is_aggregate(ft):
+                em.line(f"self.{n}._emit(out)")
 
 
 def _gen_union_validity(em: Emitter, names: list[str]) -> None:
@@ -230,9 +321,6 @@ def _gen_varbit_header_io(em: Emitter, t: StructType, names: list[str]) -> None:
         with em.indent():
             em.line("bits, total = self._bits()")
             em.line("out += bits.to_bytes(total >> 3, 'big')")
-    em.line("def _zero(self):")
-    with em.indent():
-        em.line("self.__dict__.clear()")
 
 
 def _leaves(path: str, t: StructType) -> list:
@@ -345,10 +433,4 @@ def _gen_header_io(em: Emitter, t: StructType, names: list[str]) -> None:
         em.line("if self._valid:")
         with em.indent():
             em.line(f"out += {pack_expr(t, 'self')}")
-    em.line("def _zero(self):")
-    with em.indent():
-        em.line("self.__dict__.clear()")
-        for n, (_, ft) in zip(names, t.fields, strict=True):
-            if isinstance(ft, StructType):
-                em.line(f"self.{n} = {zero_value(ft)}")
 

@@ -1,9 +1,12 @@
-"""`p4switch-compile PROGRAM.p4 [-I DIR] [-D NAME[=VALUE]] -o OUTDIR`.
+"""`p4switch-compile PROGRAM.p4 [-I DIR] [-D NAME[=VALUE]] (-o OUTDIR | --native)`.
 
 Writes OUTDIR/<name>.p4info.txtpb (as p4c's `--p4runtime-files`) and OUTDIR/<name>.p4switch.json
-(the device config that SetForwardingPipelineConfig carries). Exit status: 0 compiled, 1 the
-program has errors (listed on stderr as `file:line:col: message`), 2 bad usage or I/O error,
-3 an internal error of the compiler (a defect: the traceback on stderr).
+(the device config that SetForwardingPipelineConfig carries). `--native` also builds the
+program's native pipeline and keeps it beside the compile cache (p4switch/native.py), where
+every switch started with `--pipeline auto` (the default) finds it. Exit status: 0 compiled,
+1 the program has errors (listed on stderr as `file:line:col: message`), 2 bad usage or I/O
+error, 3 an internal error of the compiler (a defect: the traceback on stderr), 4 the native
+pipeline cannot be built here (the reason on stderr).
 """
 
 from __future__ import annotations
@@ -27,8 +30,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="add DIR to the #include search path (repeatable)")
     parser.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
                         help="define a preprocessor macro (repeatable)")
-    parser.add_argument("-o", "--outdir", type=Path, required=True, metavar="OUTDIR",
+    parser.add_argument("-o", "--outdir", type=Path, metavar="OUTDIR",
                         help="directory for <name>.p4info.txtpb and <name>.p4switch.json")
+    parser.add_argument("--native", action="store_true",
+                        help="build and keep the native pipeline (needs Cython and a C compiler)")
     return parser
 
 
@@ -49,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         defines = parse_defines(args.defines)
     except ValueError as exc:
         parser.error(str(exc))
+    if args.outdir is None and not args.native:
+        parser.error("give -o OUTDIR, --native, or both")
     if not args.program.is_file():
         print(f"p4switch-compile: {args.program}: no such file", file=sys.stderr)
         return 2
@@ -68,6 +75,17 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc()
         print("p4switch-compile: internal error (a defect in p4switch)", file=sys.stderr)
         return 3
+    if args.native:
+        from p4switch.native import NativeUnavailable, native_module
+
+        try:
+            native_module(program.native_source, program.name)
+        except NativeUnavailable as exc:
+            print(f"p4switch-compile: {args.program}: no native pipeline: {exc}",
+                  file=sys.stderr)
+            return 4
+    if args.outdir is None:
+        return 0
     try:
         args.outdir.mkdir(parents=True, exist_ok=True)
         (args.outdir / f"{program.name}.p4info.txtpb").write_text(text)

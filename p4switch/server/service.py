@@ -21,7 +21,7 @@ from p4switch.server.p4info_check import p4info_mismatch
 from p4switch.server.packetio import PacketIO
 from p4switch.server.status import RpcError, abort, abort_write, stream_error
 from p4switch.switch.dataplane import Dataplane
-from p4switch.switch.device import Device
+from p4switch.switch.device import Device, ProgramLoadError
 
 log = logging.getLogger("p4switch.p4runtime")
 
@@ -218,7 +218,10 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         return program
 
     def _build(self, program: Any, config: p4runtime_pb2.ForwardingPipelineConfig) -> Pipeline:
-        state, engine = self.device.build(program)
+        try:
+            state, engine = self.device.build(program)
+        except ProgramLoadError as exc:  # --pipeline native, and no native build here
+            raise RuntimeApiError("FAILED_PRECONDITION", str(exc)) from None
         p4info = p4info_pb2.P4Info()
         p4info.CopyFrom(config.p4info)
         codec = EntityCodec(p4info, P4InfoIndex(p4info), program.model, state)

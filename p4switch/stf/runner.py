@@ -93,9 +93,11 @@ def compile_failure(exc) -> StfResult:
 
 
 def run_statements(program, statements: list[s.Statement],
-                   log: Callable[[str], None] | None = None) -> StfResult:
-    """Run parsed statements against a compiled program (a `CompiledProgram`)."""
-    run = _Run(program, log)
+                   log: Callable[[str], None] | None = None, native: bool = False) -> StfResult:
+    """Run parsed statements against a compiled program (a `CompiledProgram`); `native`:
+    on its native pipeline (p4switch/native.py; raises NativeUnavailable if it cannot be
+    built)."""
+    run = _Run(program, log, native)
     try:
         for stmt in statements:
             try:
@@ -112,7 +114,7 @@ def run_statements(program, statements: list[s.Statement],
 
 
 class _Run:
-    def __init__(self, program, log: Callable[[str], None] | None) -> None:
+    def __init__(self, program, log: Callable[[str], None] | None, native: bool) -> None:
         from p4switch.engine import EngineConfig
         from p4switch.runtime import RuntimeState
 
@@ -120,7 +122,7 @@ class _Run:
         self.state = RuntimeState(program.model)
         start = time.monotonic()
         config = EngineConfig(now_us=lambda: int((time.monotonic() - start) * 1e6), log=log)
-        self.engine = program.new_engine(self.state, config)
+        self.engine = program.new_engine(self.state, config, native=native)
         self.log = log or (lambda line: None)
         self._cli: CliInterpreter | None = None
         self.ports: set[int] = set()

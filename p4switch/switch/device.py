@@ -2,16 +2,25 @@
 
 The data-plane loop holds `lock` per batch of packets; the P4Runtime server and the runtime CLI
 hold it per write, so a packet never sees a half-applied update.
+
+Which pipeline runs a program (`--pipeline`): `native`, its stages compiled to native code
+(p4switch/native.py; built now if not yet kept, an error if it cannot be built); `python`,
+the generated Python; `auto` (the default), native when that build is already kept (p4switch-
+compile --native and `make setup` build it), else Python, never waiting for a build.
 """
 
 from __future__ import annotations
 
 import gc
+import logging
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+PIPELINES = ("auto", "native", "python")
+log = logging.getLogger("p4switch.device")
 
 
 class ProgramLoadError(Exception):
@@ -46,8 +55,12 @@ class Device:
     """Program, state and engine currently installed; replaced as a whole by `install`."""
 
     def __init__(self, *, cpu_port: int | None, drop_port: int, priority_queues: int,
-                 port_up: Callable[[int], bool], log: Callable[[str], None] | None = None):
+                 port_up: Callable[[int], bool], log: Callable[[str], None] | None = None,
+                 pipeline: str = "auto"):
+        if pipeline not in PIPELINES:
+            raise ValueError(f"pipeline must be one of {', '.join(PIPELINES)}, got {pipeline!r}")
         self.lock = threading.RLock()
+        self.pipeline = pipeline
         self.cpu_port = cpu_port
         self.drop_port = drop_port
         self.priority_queues = priority_queues
@@ -64,7 +77,8 @@ class Device:
         return int((time.monotonic() - self.start) * 1e6)
 
     def build(self, program: Any) -> tuple[Any, Any]:
-        """A fresh (state, engine) for `program`, not yet installed."""
+        """A fresh (state, engine) for `program`, not yet installed; ProgramLoadError when
+        `--pipeline native` cannot build its native pipeline."""
         from p4switch.engine import EngineConfig
         from p4switch.runtime import RuntimeState
 
@@ -72,7 +86,29 @@ class Device:
         config = EngineConfig(drop_port=self.drop_port, cpu_port=self.cpu_port,
                               priority_queues=self.priority_queues, now_us=self.now_us,
                               log=self.log)
-        return state, program.new_engine(state, config)
+        return state, self._engine(program, state, config)
+
+    def _engine(self, program: Any, state: Any, config: Any) -> Any:
+        from p4switch import native
+
+        if self.pipeline == "auto" and not native.kept(program.native_source):
+            log.info("program %s: Python pipeline (its native pipeline is not built: "
+                     "p4switch-compile --native builds it)", program.name)
+        elif self.pipeline != "python":
+            try:
+                engine = program.new_engine(state, config, native=True)
+            except native.NativeUnavailable as exc:
+                if self.pipeline == "native":
+                    raise ProgramLoadError(f"program {program.name}: --pipeline native: "
+                                           f"{exc}") from None
+                log.warning("program %s: Python pipeline (native unavailable: %s)",
+                            program.name, exc)
+            else:
+                log.info("program %s: native pipeline", program.name)
+                return engine
+        else:
+            log.info("program %s: Python pipeline (--pipeline python)", program.name)
+        return program.new_engine(state, config)
 
     def install(self, program: Any, state: Any = None, engine: Any = None) -> None:
         """Make `program` the running one (building state and engine unless given)."""

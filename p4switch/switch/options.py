@@ -2,7 +2,8 @@
 
     p4switch -i 1@s1-eth1 -i 2@s1-eth2 --device-id 1 [--cpu-port N] [--priority-queues N]
              [--pcap [DIR]] [--log-console] [--log-level LEVEL] [--drop-port N]
-             [--thrift-port N] (PROGRAM | --no-p4) [-- --grpc-server-addr ADDR ...]
+             [--thrift-port N] [--pipeline auto|native|python]
+             (PROGRAM | --no-p4) [-- --grpc-server-addr ADDR ...]
 
 As in BMv2, target options (`--grpc-server-addr`, `--cpu-port`, `--drop-port`,
 `--priority-queues`) follow a `--`; the last three are also accepted before it. PROGRAM is a `.p4`
@@ -52,6 +53,7 @@ class SwitchOptions:
     grpc_addr: str = DEFAULT_GRPC_ADDR
     pfc: bool = True  # p4switch-only: honour received PFC frames in the traffic manager
     pfc_link_mbps: float | None = None  # rate PFC quanta refer to (default: interface speed)
+    pipeline: str = "auto"  # p4switch-only: native, python, or auto (device.py)
 
 
 def _interface(text: str) -> tuple[int, str]:
@@ -104,6 +106,9 @@ def main_parser() -> argparse.ArgumentParser:
     pfc.add_argument("--pfc-link-mbps", type=float, metavar="MBPS",
                      help="link rate PFC pause quanta refer to (default: each interface's "
                      "speed; set it to the emulated rate of shaped links)")
+    pfc.add_argument("--pipeline", choices=("auto", "native", "python"), default="auto",
+                     help="run programs compiled to native code, or as Python; auto (default): "
+                     "native when already built (p4switch-compile --native), else Python")
     p.add_argument("program", nargs="?", metavar="PROGRAM",
                    help=".p4 source or p4switch-compile device config (*.p4switch.json)")
     return p
@@ -143,6 +148,7 @@ def parse_args(argv: list[str]) -> SwitchOptions:
     if main_ns.log_level:
         opts.log_level = main_ns.log_level
     opts.pfc = not main_ns.no_pfc
+    opts.pipeline = main_ns.pipeline
     if main_ns.pfc_link_mbps is not None:
         if main_ns.pfc_link_mbps <= 0:
             errors.append(f"--pfc-link-mbps must be > 0, got {main_ns.pfc_link_mbps}")

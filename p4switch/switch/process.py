@@ -84,7 +84,7 @@ class Switch:
             "trace", "debug", "info") else None
         device = Device(cpu_port=opts.cpu_port, drop_port=opts.drop_port,
                         priority_queues=opts.priority_queues, port_up=self.port_up,
-                        log=pipeline_log)
+                        log=pipeline_log, pipeline=opts.pipeline)
         program = None
         if opts.program:
             log.info("loading %s", opts.program)
@@ -100,7 +100,11 @@ class Switch:
         self.linkmon = LinkMonitor([(p.number, p.iface, p.ifindex) for p in self.ports.values()],
                                    self._on_port_change)
         if program is not None:
-            device.install(program)
+            try:
+                device.install(program)
+            except ProgramLoadError as exc:
+                self.close()
+                raise StartupError(str(exc)) from None
         tm = TrafficManager(opts.priority_queues)
         self.dataplane = Dataplane(device, self.ports, tm, self.linkmon)
         self.dataplane.trace = trace

@@ -122,7 +122,8 @@ def test_a_cached_source_that_does_not_load_is_rebuilt(cache: Path,
     [entry] = entries(cache)
     key = entry.name.split(".")[0]
     store = CompileCache(cache)
-    store.store(key, "this is not python", compiled.model, compiled._field_lists)
+    store.store(key, "this is not python", compiled.native_source, compiled.model,
+                compiled._field_lists)
     rebuilt = compile_program(PROGRAM)
     same(rebuilt, uncached(PROGRAM, monkeypatch))
     loaded = store.load(key)
@@ -160,7 +161,8 @@ def test_only_the_most_recently_used_entries_are_kept(cache: Path):
     compiled = compile_program(PROGRAM)
     [first] = entries(cache)
     for n in range(3):
-        store.store(f"{n:064x}", compiled.python_source, compiled.model, compiled._field_lists)
+        store.store(f"{n:064x}", compiled.python_source, compiled.native_source, compiled.model,
+                    compiled._field_lists)
     assert len(entries(cache)) == 2 and first not in entries(cache)
 
 

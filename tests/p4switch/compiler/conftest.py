@@ -1,13 +1,21 @@
-"""Helpers for the compiler tests: compile a test program, run packets through the engine."""
+"""Helpers for the compiler tests: compile a test program, run packets through the engine.
+
+Every test that takes the `switch` fixture runs twice: on the Python pipeline and on the native
+one (p4switch/native.py). The native test builds use -O0 (quick to build; the C compiler's
+optimisation does not change what the code computes); the lab's programs are tested at the
+shipped flags in tests/p4switch/test_native.py.
+"""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
 
 from p4switch.compiler import compile_program
 from p4switch.engine import EngineConfig
+from p4switch.native import CFLAGS_ENV
 from p4switch.runtime import RuntimeState
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
@@ -26,12 +34,14 @@ def compiled(name: str):
 class Switch:
     """A compiled program with a fresh runtime state and an engine."""
 
-    def __init__(self, name: str, **config):
+    def __init__(self, name: str, pipeline: str = "python", **config):
         self.program = compiled(name)
         self.state = RuntimeState(self.program.model)
         self.logs: list[str] = []
         config.setdefault("log", self.logs.append)
-        self.engine = self.program.new_engine(self.state, EngineConfig(**config))
+        self.engine = self.program.new_engine(self.state, EngineConfig(**config),
+                                              native=pipeline == "native")
+        assert self.engine.pipeline == pipeline
 
     def send(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
         return self.engine.process(port, data)
@@ -40,6 +50,8 @@ class Switch:
         return self.state.tables[name]
 
 
-@pytest.fixture
-def switch():
-    return Switch
+@pytest.fixture(params=["python", "native"])
+def switch(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    if request.param == "native":
+        monkeypatch.setenv(CFLAGS_ENV, "-O0")
+    return functools.partial(Switch, pipeline=request.param)
