@@ -304,7 +304,7 @@ def ramp(lab: FailoverLab, flows: list[Flow], clis: dict[str, RuntimeCli], args:
     """Raise the rate until a step fails, then bisect; the best passing step."""
     best: Step | None = None
     failed: float | None = None
-    pps = args.start_pps or START_PPS[target.partition("/")[0]]
+    pps = args.start_pps or START_PPS[target.removesuffix(PYTHON_SUFFIX).partition("/")[0]]
     for _ in range(args.max_steps):
         step = run_step(lab, flows, clis, pps, args.size, args.dwell, args.tolerance)
         print(row(fabric, target, step), flush=True)

@@ -72,7 +72,7 @@ VARIANTS = {"native": ("p4switch", ("--pipeline", "native")),
             "bmv2": ("bmv2", ())}
 TICKS = os.sysconf("SC_CLK_TCK")
 LATENCY_GAP_US = 5000
-TARGET = 10  # p4switch's native packets/s over BMv2's, forwarded and lossless (issue 30)
+TARGET = 10  # p4switch's native packets/s over BMv2's, forwarded and lossless: the aim
 
 
 def free_port() -> int:
@@ -345,7 +345,8 @@ def main() -> int:
                 if missing[variant]:
                     print(f"start-up to gRPC ready, {variant}: {missing[variant]}")
                     continue
-                proc, _, seconds = start_switch(*VARIANTS[variant], ports, log)
+                target, options = VARIANTS[variant]
+                proc, _, seconds = start_switch(target, ports, log, options)
                 stop(proc)
                 print(f"start-up to gRPC ready (--no-p4), {variant}: {seconds:.3f} s")
             kernel: dict[int, dict[str, float]] = {}

@@ -76,7 +76,7 @@ def _gen_native_class(em: Emitter, t: StructType) -> None:
             em.line(f"cdef public {_field_ctype(ft)} {n}")
         em.line(f"_p4name = {t.name!r}")
         em.line(f"_fields = {tuple(n for n, _ in t.fields)!r}")
-        em.line("def __init__(self):")
+        em.line("def __cinit__(self):")  # in tp_new: no __init__ call to pay per instance
         with em.indent():
             for n, ft in fields:
                 em.line(f"self.{n} = {zero_value(ft)}")
@@ -100,25 +100,14 @@ def _gen_native_class(em: Emitter, t: StructType) -> None:
                     em.line(f"self.{n}._assign(o.{n})")
                 else:
                     em.line(f"self.{n} = o.{n}")
-        _gen_eq_values_of(em, names, fields, header)
-        if t.kind == "header_union":
-            _gen_union_validity(em, names)
-        if header and t.varbit is not None:
-            _gen_varbit_header_io(em, t, names)
-        elif header:
-            _gen_header_io(em, t, names)
-        else:
-            _gen_struct_emit(em, fields)
+        _gen_shared_methods(em, t, names, fields)
         if header:
             em.line("def _zero(self):")
             with em.indent():
                 em.line("self._valid = False")
                 for n, ft in fields:
                     em.line(f"self.{n} = {zero_value(ft)}")
-    if header and t.varbit is None:
-        for line in struct_lines(t):
-            em.line(line)
-    em.line("")
+    _gen_layout(em, t)
 
 
 def _gen_class(em: Emitter, t: StructType) -> None:
@@ -178,23 +167,35 @@ def _gen_class(em: Emitter, t: StructType) -> None:
                         em.line(f"self.{n}._assign(o.{n})")
                     else:
                         em.line(f"self.{n} = o.{n}")
-        fields = list(zip(names, (ft for _, ft in t.fields), strict=True))
-        _gen_eq_values_of(em, names, fields, header)
-        if t.kind == "header_union":
-            _gen_union_validity(em, names)
-        if header and t.varbit is not None:
-            _gen_varbit_header_io(em, t, names)
-        elif header:
-            _gen_header_io(em, t, names)
-        else:
-            _gen_struct_emit(em, fields)
+        _gen_shared_methods(em, t, names, list(zip(names, (ft for _, ft in t.fields),
+                                                   strict=True)))
         if header:
             em.line("def _zero(self):")
             with em.indent():
                 em.line("self.__dict__.clear()")
                 for n, ft in nested:
                     em.line(f"self.{n} = {zero_value(ft)}")
-    if header and t.varbit is None:
+    _gen_layout(em, t)
+
+
+def _gen_shared_methods(em: Emitter, t: StructType, names: list[str], fields: list) -> None:
+    """The methods both forms of a class share: comparison, values, validity of a union, and a
+    header's extract and emit (a struct's emit)."""
+    header = t.kind == "header"
+    _gen_eq_values_of(em, names, fields, header)
+    if t.kind == "header_union":
+        _gen_union_validity(em, names)
+    if header and t.varbit is not None:
+        _gen_varbit_header_io(em, t, names)
+    elif header:
+        _gen_header_io(em, t, names)
+    else:
+        _gen_struct_emit(em, fields)
+
+
+def _gen_layout(em: Emitter, t: StructType) -> None:
+    """After the class: a fixed-width header's packer and unpacker."""
+    if t.kind == "header" and t.varbit is None:
         for line in struct_lines(t):
             em.line(line)
     em.line("")

@@ -7,7 +7,9 @@ The controller (`controller.fabric.FabricController`, `controller.lb.LoadBalanci
 as switch `leaf0` of a two-leaf fabric with two spines (or more): port 1 faces host NIC h0n0
 (10.0.0.1), ports 2, 3 (, 4 ...) the spines, so the route to h1n0 (10.0.1.1) is an ECMP group of
 those ports. Frames
-are sent and captured with AF_PACKET sockets on the far ends.
+are sent and captured with AF_PACKET sockets on the far ends. p4switch runs its program's
+native pipeline (`--pipeline native`, built before the switch starts; p4switch/native.py), the
+pipeline a lab's switches run.
 """
 
 from __future__ import annotations
@@ -49,7 +51,13 @@ def _sysctl(setting: str) -> None:
 
 @cache
 def pipeline(program: str, target: str) -> Pipeline:
-    """`p4src/<program>.p4` compiled for `target` (once per test session)."""
+    """`p4src/<program>.p4` compiled for `target` (once per test session); for p4switch, its
+    native pipeline built (kept, so the switch loads it when the pipeline is pushed)."""
+    if target == "p4switch":
+        from p4switch.compiler import compile_program
+        from p4switch.native import native_module
+
+        native_module(compile_program(program_path(program)).native_source, program)
     return build_pipeline(program_path(program), target)
 
 
@@ -113,6 +121,9 @@ class Rig:
         model = replace(spec.switch(LEAF), grpc_port=loose_port(), thrift_port=loose_port())
         spec.switches = [model if sw.name == LEAF else sw for sw in spec.switches]
         target = get_target(self.target)
+        if self.target == "p4switch":
+            pipeline(self.program, self.target)  # its native pipeline built before it starts
+            target = target.with_options("--pipeline", "native")
         if not self.pfc_at_port:
             target = target.without_queue_pause()
         argv = target.argv(model, self.ports)
