@@ -100,13 +100,8 @@ def _gen_native_class(em: Emitter, t: StructType) -> None:
                     em.line(f"self.{n}._assign(o.{n})")
                 else:
                     em.line(f"self.{n} = o.{n}")
-        _gen_shared_methods(em, t, names, fields)
-        if header:
-            em.line("def _zero(self):")
-            with em.indent():
-                em.line("self._valid = False")
-                for n, ft in fields:
-                    em.line(f"self.{n} = {zero_value(ft)}")
+        _gen_shared_methods(em, t, names, fields, ["self._valid = False"] + [
+            f"self.{n} = {zero_value(ft)}" for n, ft in fields])
     _gen_layout(em, t)
 
 
@@ -167,20 +162,17 @@ def _gen_class(em: Emitter, t: StructType) -> None:
                         em.line(f"self.{n}._assign(o.{n})")
                     else:
                         em.line(f"self.{n} = o.{n}")
-        _gen_shared_methods(em, t, names, list(zip(names, (ft for _, ft in t.fields),
-                                                   strict=True)))
-        if header:
-            em.line("def _zero(self):")
-            with em.indent():
-                em.line("self.__dict__.clear()")
-                for n, ft in nested:
-                    em.line(f"self.{n} = {zero_value(ft)}")
+        fields = list(zip(names, (ft for _, ft in t.fields), strict=True))
+        _gen_shared_methods(em, t, names, fields, ["self.__dict__.clear()"] + [
+            f"self.{n} = {zero_value(ft)}" for n, ft in fields if isinstance(ft, StructType)])
     _gen_layout(em, t)
 
 
-def _gen_shared_methods(em: Emitter, t: StructType, names: list[str], fields: list) -> None:
-    """The methods both forms of a class share: comparison, values, validity of a union, and a
-    header's extract and emit (a struct's emit)."""
+def _gen_shared_methods(em: Emitter, t: StructType, names: list[str], fields: list,
+                        zero: list[str]) -> None:
+    """The methods both forms of a class share: comparison, values, validity of a union, a
+    header's extract and emit (a struct's emit), and a header's `_zero` with the body `zero`
+    (an invalid, all-zero header: each form resets its fields its own way)."""
     header = t.kind == "header"
     _gen_eq_values_of(em, names, fields, header)
     if t.kind == "header_union":
@@ -191,6 +183,11 @@ def _gen_shared_methods(em: Emitter, t: StructType, names: list[str], fields: li
         _gen_header_io(em, t, names)
     else:
         _gen_struct_emit(em, fields)
+    if header:
+        em.line("def _zero(self):")
+        with em.indent():
+            for line in zero:
+                em.line(line)
 
 
 def _gen_layout(em: Emitter, t: StructType) -> None:
