@@ -75,13 +75,13 @@ class CompiledProgram:
         native code (built once and cached; raises `native.NativeUnavailable` when it
         cannot be built here)."""
         config = config or EngineConfig()
-        if not native:
-            return Engine(self._make(state, config), state, config, self._field_lists)
-        from .native import native_module
+        make = self._make
+        if native:
+            from .native import native_module
 
-        make = native_module(self.native_source, self.name).make
+            make = native_module(self.native_source, self.name).make
         engine = Engine(make(state, config), state, config, self._field_lists)
-        engine.pipeline = "native"
+        engine.pipeline = "native" if native else "python"
         return engine
 
 

@@ -25,6 +25,8 @@ import argparse
 import os
 from dataclasses import dataclass, field
 
+from p4switch.switch.device import PIPELINES
+
 LOG_LEVELS = ("trace", "debug", "info", "warn", "error", "off")
 DEFAULT_GRPC_ADDR = "127.0.0.1:9559"
 DEFAULT_THRIFT_PORT = 9090
@@ -106,7 +108,7 @@ def main_parser() -> argparse.ArgumentParser:
     pfc.add_argument("--pfc-link-mbps", type=float, metavar="MBPS",
                      help="link rate PFC pause quanta refer to (default: each interface's "
                      "speed; set it to the emulated rate of shaped links)")
-    pfc.add_argument("--pipeline", choices=("auto", "native", "python"), default="auto",
+    pfc.add_argument("--pipeline", choices=PIPELINES, default="auto",
                      help="run programs compiled to native code, or as Python; auto (default): "
                      "native when already built (p4switch-compile --native), else Python")
     p.add_argument("program", nargs="?", metavar="PROGRAM",
