@@ -19,7 +19,7 @@ demo: setup
 test: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(PYTEST) -q -p no:cacheprovider --durations=25
+	$(PYTEST) -q -p no:cacheprovider --durations=25 -n 2 --dist loadgroup
 
 test-fast: setup
 	$(PYTEST) -q -p no:cacheprovider -m "not slow and not mininet"

@@ -262,6 +262,20 @@ class P4RuntimeClient:
                                               e.counter_entry.data.byte_count)
                 for e in self.read([entity])}
 
+    def read_counters(self, counter_ids: Iterable[int]) -> dict[int, dict[int, tuple[int, int]]]:
+        """Every cell of several counters in one Read: {counter id: {index: (packets, bytes)}}."""
+        entities = []
+        out: dict[int, dict[int, tuple[int, int]]] = {}
+        for counter_id in counter_ids:
+            entity = Entity()
+            entity.counter_entry.counter_id = counter_id
+            entities.append(entity)
+            out[counter_id] = {}
+        for e in self.read(entities):
+            entry = e.counter_entry
+            out[entry.counter_id][entry.index.index] = (entry.data.packet_count, entry.data.byte_count)
+        return out
+
     # ---- packet I/O ----------------------------------------------------------------------
     def packet_out(self, payload: bytes, metadata: Sequence[tuple[int, bytes]] = ()) -> None:
         """Send a packet-out; `metadata` is (metadata id, canonical bytes) of packet_out fields."""

@@ -18,6 +18,7 @@ and a switch then cannot bind it. tests/test_ports.py checks the table.
 
 from __future__ import annotations
 
+import os
 import socket
 from typing import NamedTuple
 
@@ -89,7 +90,19 @@ EXPERIMENT_RUNS: dict[str, ExperimentRun] = {
 
 
 LOOSE_PORTS = range(14000, 15000)
-_loose = iter(LOOSE_PORTS)
+
+
+def _worker_share(ports: range) -> range:
+    """This test process's part of `ports`: under pytest-xdist each worker draws from its own
+    slice, so two workers never hand out the same port."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if not worker.startswith("gw") or count <= 1:
+        return ports
+    return ports[int(worker[2:])::count]
+
+
+_loose = iter(_worker_share(LOOSE_PORTS))
 
 
 def loose_port() -> int:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from experiments.framework.registry import all_experiments
 from fabric_lab.figures import APART
+from tests import ports
 from tests.ports import EXPERIMENT_BLOCK, EXPERIMENT_RUNS, FABRIC_BLOCK, FABRICS, LOOSE_PORTS
 from topos.mininet.cluster_nodes import THRIFT_SHIFT
 
@@ -49,3 +50,16 @@ def test_every_block_lies_below_the_ephemeral_range() -> None:
                if r.start < FIRST_FREE or r.stop > low]
     assert not outside, (f"port blocks outside {FIRST_FREE}-{low - 1} (below this machine's "
                          f"ephemeral range, net.ipv4.ip_local_port_range): " + "; ".join(outside))
+
+
+def test_parallel_test_workers_draw_loose_ports_from_disjoint_shares(monkeypatch) -> None:
+    shares = []
+    for worker in ("gw0", "gw1", "gw2"):
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
+        monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "3")
+        shares.append(set(ports._worker_share(LOOSE_PORTS)))
+    assert all(len(share) >= len(LOOSE_PORTS) // 3 for share in shares)
+    assert not (shares[0] & shares[1]) and not (shares[1] & shares[2]) and not (shares[0] & shares[2])
+    assert set().union(*shares) == set(LOOSE_PORTS)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER")
+    assert ports._worker_share(LOOSE_PORTS) == LOOSE_PORTS

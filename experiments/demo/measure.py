@@ -18,9 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from experiments.demo.stages import Stage
 from experiments.framework.recovery import loss_window
+
+if TYPE_CHECKING:
+    from experiments.demo.stages import Stage
 
 MIN_RATE = 0.25  # of the nominal packets: delivering at all
 MAX_LOSS = 0.05  # of the packets sent in the window: not losing

@@ -19,9 +19,11 @@ most flows cross.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from controller.reconverge import LinkEvent
+from experiments.demo.measure import TAIL_S
 from experiments.framework.failover_lab import (
     FailoverLab,
     Failure,
@@ -37,6 +39,11 @@ DEFAULT_KINDS = ("uplink", "downlink", "silent")
 # the probes, too few to count as lossy, so after 3 rounds they give it back while it still drops
 # (~5 s after the failure): the demo restores it before that
 SILENT_MIN_HOLD_S = 4.0
+# the kinds the controller recovers by rewriting routes: their failure is held until that rewrite
+# is done and the flows have shown `TAIL_S` of recovery (a busy machine's probe rounds and writes
+# run late), at most `REROUTE_MAX_HOLD_S` after the failure
+REROUTED_KINDS = ("downlink", "silent")
+REROUTE_MAX_HOLD_S = 12.0
 TITLES = {"uplink": "data-plane fast failover", "downlink": "controller reroute",
           "silent": "silent drop found by the probes", "tor": "dual-homed NIC moves to its other ToR",
           "none": "no failover at all (controller paused)"}
@@ -82,6 +89,14 @@ class EventLog:
 Tick = Callable[[FlowRun, "Stage | None", str], None]
 
 
+def rerouted_at(events: Sequence[LinkEvent], stage: Stage) -> float | None:
+    """When the controller finished rerouting around the stage's failed link (None: not yet)."""
+    target = set(stage.failure.target.split("~"))
+    done = [e.rerouted for e in events if not e.up and e.rerouted is not None
+            and set(e.link.split("~")) == target and e.seen >= stage.failure.t_fail - 0.05]
+    return min(done, default=None)
+
+
 def plan_stages(lab: FailoverLab, kinds: list[str], flows: list[Flow],
                 paths: Mapping[str, frozenset[tuple[str, int]]], hold_s: float) -> list[Stage]:
     """One stage per kind, each failing the candidate of its kind the most flows cross."""
@@ -103,7 +118,9 @@ def plan_stages(lab: FailoverLab, kinds: list[str], flows: list[Flow],
 def run_stages(lab: FailoverLab, run: FlowRun, stages: list[Stage], events: EventLog, *,
                before_s: float, between_s: float, after_s: float, drop: float = 0.3,
                on_tick: Tick | None = None, tick_s: float = 0.05) -> None:
-    """Flows for `before_s`, then every stage (fail, hold, restore, settle, `between_s`)."""
+    """Flows for `before_s`, then every stage (fail, hold, restore, settle, `between_s`). A
+    stage of `REROUTED_KINDS` holds on past its `hold_s` until the controller has rerouted
+    (`hold_s` then records the failure's whole length)."""
 
     def hold(seconds: float, stage: Stage | None, phase: str) -> None:
         end = time.monotonic() + seconds
@@ -118,6 +135,13 @@ def run_stages(lab: FailoverLab, run: FlowRun, stages: list[Stage], events: Even
             events.pause()
         lab.fail(stage.failure, drop)
         hold(stage.hold_s, stage, "failed")
+        if stage.kind in REROUTED_KINDS:
+            cap = stage.failure.t_fail + REROUTE_MAX_HOLD_S
+            while (done := rerouted_at(events(), stage)) is None and time.time() < cap:
+                hold(tick_s, stage, "failed")
+            if done is not None:
+                hold(done + TAIL_S + 0.1 - time.time(), stage, "failed")
+            stage.hold_s = round(time.time() - stage.failure.t_fail, 3)
         lab.restore(stage.failure)
         if stage.kind == "none":
             events.resume()

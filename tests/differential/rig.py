@@ -176,12 +176,9 @@ class Rig:
     def counters(self) -> dict[str, dict[int, tuple[int, int]]]:
         """Every counter of the program, non-zero cells only, read over P4Runtime."""
         assert self.ctl is not None
-        client = self.ctl.clients[LEAF]
-        out = {}
-        for counter in self.ctl.pipeline.p4info.counters:
-            cells = client.read_counter(counter.preamble.id)
-            out[counter.preamble.name] = {i: v for i, v in cells.items() if v != (0, 0)}
-        return out
+        names = {c.preamble.id: c.preamble.name for c in self.ctl.pipeline.p4info.counters}
+        cells = self.ctl.clients[LEAF].read_counters(names)
+        return {names[cid]: {i: v for i, v in cells[cid].items() if v != (0, 0)} for cid in names}
 
     def drain(self) -> None:
         """Discard whatever the capture sockets hold."""

@@ -24,7 +24,7 @@ from experiments.demo.plot import (
     TIMELINE_FIELDS,
     plot_timeline,
 )
-from experiments.demo.stages import Stage
+from experiments.demo.stages import Stage, rerouted_at
 from experiments.demo.view import lossy_columns
 from experiments.framework.failover_lab import Failure, Flow, FlowRun
 from experiments.framework.results import ResultDir
@@ -136,6 +136,18 @@ def test_recovered_means_delivering_without_loss_not_a_perfect_rate():
     assert longest_empty(bins[B], 150, 260) == 60
 
 
+def test_a_stage_is_rerouted_when_the_controller_finished_rewriting_around_its_link():
+    t0 = 1000.0
+    stage = Stage("silent", Failure("silent", "a~b", t_fail=t0), 4.0)
+    events = [LinkEvent("a~b", False, "probe", seen=t0 - 5, rerouted=t0 - 4.9),  # an earlier failure
+              LinkEvent("a~c", False, "probe", seen=t0 + 1, rerouted=t0 + 1.2),  # another link
+              LinkEvent("b~a", False, "probe", seen=t0 + 3, rerouted=None)]  # still rewriting
+    assert rerouted_at(events, stage) is None
+    events += [LinkEvent("b~a", True, "probe", seen=t0 + 3.5, rerouted=t0 + 3.6),  # given back
+               LinkEvent("b~a", False, "probe", seen=t0 + 3.1, rerouted=t0 + 3.8)]
+    assert rerouted_at(events, stage) == t0 + 3.8
+
+
 def test_the_timeline_plot_is_drawn_from_the_csv_files_alone(tmp_path: Path):
     result = ResultDir(tmp_path)
     result.write_params("demo", {"pps": 500, "bin_s": 0.01})
@@ -230,7 +242,10 @@ def test_three_recoveries_show_the_difference_in_the_recorded_series(tmp_path):
         late = [g for g in lossy if g[0] > t_reroute + 0.05]  # a late receiver stamps late
         assert not late, f"{flow} lost packets after the reroute: {late}"
         for start, end in lossy:
-            inside = [n for t, n in window(flow, start, end) if start <= t and t + 0.01 <= end]
+            # the bins wholly between the two arrivals: the one holding the last packet before the
+            # silence (a bin is [t, t + 0.01)) and the one holding the first after it are not, and
+            # gaps.csv rounds the arrivals to 0.1 ms
+            inside = [n for t, n in window(flow, start, end) if start + 1e-4 < t and t + 0.01 < end - 1e-4]
             assert all(n == 0 for n in inside), (flow, start, end, inside)
 
     # silent drop: lossy for the probe rounds, then isolated; every flow recovered
