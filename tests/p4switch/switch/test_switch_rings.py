@@ -15,6 +15,8 @@ from sw_netenv import drain, raw_socket, recv_frames, run
 from p4switch.switch.ports import RawPort
 from topos.mininet.failures import drop_program
 
+pytestmark = pytest.mark.root  # veth pairs and raw sockets
+
 MODES = {"rings": {}, "syscalls": {"rx_ring": 0, "tx_ring": 0}}
 SRC, DST = bytes.fromhex("020000000001"), bytes.fromhex("020000000002")
 
