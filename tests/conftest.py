@@ -33,8 +33,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     is_root = os.geteuid() == 0
     has_bmv2 = _bmv2_available()
     for item in items:
-        if (any(m in item.keywords for m in SERIAL_MARKERS)
-                or item.nodeid.startswith(SERIAL_DIRS)):
+        if item.get_closest_marker("xdist_group") is None and (  # a module's own group stands
+                any(m in item.keywords for m in SERIAL_MARKERS) or item.nodeid.startswith(SERIAL_DIRS)):
             item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP))
         if not is_root and ("root" in item.keywords or "mininet" in item.keywords):
             item.add_marker(pytest.mark.skip(reason="needs root (network namespaces)"))

@@ -79,16 +79,19 @@ def describe_counters(names: tuple[str, str], a: Counters, b: Counters) -> list[
 
 
 def run_case(pair: tuple[Rig, Rig], case: Case,
-             sends: list[Callable[[Rig], object]] | None = None) -> list[str]:
+             sends: list[Callable[[Rig], object]] | None = None, quiet: float = 0.3) -> list[str]:
     """Send the case to both switches (its frames into its port, or `sends`); the differences
-    found (empty when none)."""
+    found (empty when none). `quiet`: see `inject`."""
     rigs = list(pair)
-    before = [r.counters() for r in rigs]
-    emitted = (inject(rigs, sends) if sends is not None
-               else exchange(rigs, case.port, list(case.frames)))
+    # the counters as the previous case left them (what came between counts on both alike)
+    before = [r.last_counters if r.last_counters is not None else r.counters() for r in rigs]
+    emitted = (inject(rigs, sends, quiet) if sends is not None
+               else exchange(rigs, case.port, list(case.frames), quiet))
     for r in rigs:
         r.check_alive(f"handling case {case.name}")
-    deltas = [counter_delta(b, r.counters()) for b, r in zip(before, rigs, strict=True)]
+    for r in rigs:
+        r.last_counters = r.counters()
+    deltas = [counter_delta(b, r.last_counters) for b, r in zip(before, rigs, strict=True)]
     ins = [packet_ins(r) for r in rigs]
     problems = describe(NAMES, *emitted) + describe_counters(NAMES, *deltas)
     if ins[0] != ins[1]:

