@@ -89,6 +89,12 @@ class EventLog:
 Tick = Callable[[FlowRun, "Stage | None", str], None]
 
 
+def rerouter_running(lab: FailoverLab, kind: str) -> bool:
+    """Whether the controller's loops that reroute around a failure of `kind` run: the
+    reconvergence loop, and for a silent drop the probes too."""
+    return lab.rc is not None and (kind != "silent" or lab.prober is not None)
+
+
 def rerouted_at(events: Sequence[LinkEvent], stage: Stage) -> float | None:
     """When the controller finished rerouting around the stage's failed link (None: not yet)."""
     target = set(stage.failure.target.split("~"))
@@ -119,8 +125,8 @@ def run_stages(lab: FailoverLab, run: FlowRun, stages: list[Stage], events: Even
                before_s: float, between_s: float, after_s: float, drop: float = 0.3,
                on_tick: Tick | None = None, tick_s: float = 0.05) -> None:
     """Flows for `before_s`, then every stage (fail, hold, restore, settle, `between_s`). A
-    stage of `REROUTED_KINDS` holds on past its `hold_s` until the controller has rerouted
-    (`hold_s` then records the failure's whole length)."""
+    stage of `REROUTED_KINDS` holds on past its `hold_s` until the controller has rerouted, when
+    its loops run (`hold_s` then records the failure's whole length)."""
 
     def hold(seconds: float, stage: Stage | None, phase: str) -> None:
         end = time.monotonic() + seconds
@@ -135,7 +141,7 @@ def run_stages(lab: FailoverLab, run: FlowRun, stages: list[Stage], events: Even
             events.pause()
         lab.fail(stage.failure, drop)
         hold(stage.hold_s, stage, "failed")
-        if stage.kind in REROUTED_KINDS:
+        if stage.kind in REROUTED_KINDS and rerouter_running(lab, stage.kind):
             cap = stage.failure.t_fail + REROUTE_MAX_HOLD_S
             while (done := rerouted_at(events(), stage)) is None and time.time() < cap:
                 hold(tick_s, stage, "failed")

@@ -273,6 +273,8 @@ def test_a_fabric_that_does_not_recover_fails_the_demo_and_names_the_flows(tmp_p
     text = out.getvalue()
     crossing = [row for row in _csv(tmp_path / "demo" / "outcomes.csv") if row["crossed"] == "1"]
     assert crossing and all(row["recovered"] == "0" for row in crossing)
+    # no loop to wait for: the failure is held for hold_s, not until a reroute that never comes
+    assert [float(row["hold_s"]) for row in _csv(tmp_path / "demo" / "stages.csv")] == [2.0]
     assert all(f"{row['flow']} did not recover from the downlink failure" in str(failed.value)
                for row in crossing)
     assert text.count("NOT RECOVERED") == len(crossing)
