@@ -254,21 +254,19 @@ class P4RuntimeClient:
 
     def read_counter(self, counter_id: int, index: int | None = None) -> dict[int, tuple[int, int]]:
         """Counter cells as {index: (packets, bytes)}; every cell when `index` is None."""
-        entity = Entity()
-        entity.counter_entry.counter_id = counter_id
-        if index is not None:
-            entity.counter_entry.index.index = index
-        return {e.counter_entry.index.index: (e.counter_entry.data.packet_count,
-                                              e.counter_entry.data.byte_count)
-                for e in self.read([entity])}
+        return self.read_counters([counter_id], index)[counter_id]
 
-    def read_counters(self, counter_ids: Iterable[int]) -> dict[int, dict[int, tuple[int, int]]]:
-        """Every cell of several counters in one Read: {counter id: {index: (packets, bytes)}}."""
+    def read_counters(self, counter_ids: Iterable[int], index: int | None = None
+                      ) -> dict[int, dict[int, tuple[int, int]]]:
+        """Several counters in one Read: {counter id: {index: (packets, bytes)}}, every cell of
+        each when `index` is None."""
         entities = []
         out: dict[int, dict[int, tuple[int, int]]] = {}
         for counter_id in counter_ids:
             entity = Entity()
             entity.counter_entry.counter_id = counter_id
+            if index is not None:
+                entity.counter_entry.index.index = index
             entities.append(entity)
             out[counter_id] = {}
         for e in self.read(entities):

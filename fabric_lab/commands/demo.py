@@ -39,7 +39,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--before", type=float, default=3.0, metavar="S",
                         help="seconds of flows before the first failure (default 3)")
     parser.add_argument("--hold", type=float, default=3.0, metavar="S",
-                        help="seconds each failure lasts (default 3; a silent drop at least 4)")
+                        help="seconds each failure lasts (default 3; a silent drop at least 4); a "
+                             "downlink or silent drop lasts until the controller has rerouted "
+                             "(at most 12 s)")
     parser.add_argument("--after", type=float, default=3.0, metavar="S",
                         help="seconds of flows after the last restore (default 3)")
     parser.add_argument("--pps", type=float, default=None, metavar="N",

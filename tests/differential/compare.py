@@ -89,7 +89,6 @@ def run_case(pair: tuple[Rig, Rig], case: Case,
                else exchange(rigs, case.port, list(case.frames), quiet))
     for r in rigs:
         r.check_alive(f"handling case {case.name}")
-    for r in rigs:
         r.last_counters = r.counters()
     deltas = [counter_delta(b, r.last_counters) for b, r in zip(before, rigs, strict=True)]
     ins = [packet_ins(r) for r in rigs]
