@@ -9,8 +9,8 @@ before the failure to the first after it, or for a silent drop the span of its l
 the failover lost nothing), packets lost (and how many when the link came back), and time back
 to full throughput.
 
-Rates (docs/rates.md): every flow sends `pps` = 1250 datagrams/s of `size` = 1000 bytes, 10 Mb/s
-(12.5 packets per 10 ms bin, so the loss window is resolved to under a millisecond), on links
+Rates (docs/rates.md): every flow sends `pps` = 500 datagrams/s of `size` = 1000 bytes, 4 Mb/s
+(5 packets per 10 ms bin, so the loss window is resolved to 2 ms), on links
 of `link_mbps` = 100 with queues of `queue_pkts` = 1000: well above what the flows sharing a link
 need even after a failure moves them together, and deep enough for the burst a switch sends
 after the busy machine kept it off the CPU, so no queue drops a packet: every loss is the
@@ -173,11 +173,11 @@ EXPERIMENT = Experiment(
             "dual-homed NIC's ToR or a silently dropping link fails",
     duration="about 1-1.5 min with --quick, 3 min in full; Mininet, root",
     defaults={"fabric": "hpn7", "kinds": list(KINDS), "trials": 3, "flows_per_pair": 3,
-              "pps": 1250.0, "size": 1000, "link_mbps": 100.0, "queue_pkts": 1000,
+              "pps": 500.0, "size": 1000, "link_mbps": 100.0, "queue_pkts": 1000,
               "before_s": 1.5, "fail_s": 4.0, "after_s": 1.0,
               "drop": 0.3, "probe_period_s": 1.0},
     quick={"trials": 1},
-    # BMv2 forwards several times fewer packets/s without loss here (docs/rates.md): at 10 Mb/s
+    # BMv2 forwards several times fewer packets/s without loss here (docs/rates.md): at 4 Mb/s
     # per flow its queues, not the failure, would drop packets
     per_target={"bmv2": {"pps": 120.0, "size": 256}},
     run=run,
