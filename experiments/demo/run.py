@@ -3,7 +3,7 @@
 `fabric-lab demo` (and `sudo make demo`) brings the fabric up with its links at `link_mbps`
 (100 Mb/s, queues of `queue_pkts` = 1000), starts RoCEv2-format flows of 1000-byte datagrams
 at 500 packets/s each (4 Mb/s; 5 packets per 10 ms bin: an outage of 50 ms is five empty
-bins; on BMv2 500 packets/s of 256 bytes, `FLOW_RATES`), and runs the stages of
+bins; on BMv2 150 packets/s of 256 bytes, `FLOW_RATES`), and runs the stages of
 `experiments.demo.stages` back to back: data-plane fast failover, controller reroute, silent
 drop found by the probes (and, on request, no failover at all). The terminal view
 (`experiments.demo.view`) and, with `--web`, the browser show it live; at the end it prints
@@ -75,8 +75,8 @@ def _first_reroute(events: list[LinkEvent], t_fail: float) -> LinkEvent | None:
 
 # per-flow packets/s and datagram size by target (docs/rates.md): 8 flows x 3 switch hops at
 # 500/s are 12,000 packet-hops/s, about half of what a fabric of p4switches carries without
-# loss on two cores; BMv2 carries less, so its datagrams are 256 bytes
-FLOW_RATES = {"p4switch": (500.0, 1000), "bmv2": (500.0, 256)}
+# loss on two cores; at 150/s, 3,600, half of what BMv2 carries
+FLOW_RATES = {"p4switch": (500.0, 1000), "bmv2": (150.0, 256)}
 
 
 def with_link_rate(spec: FabricSpec, link_mbps: float, queue_pkts: int) -> FabricSpec:

@@ -287,12 +287,11 @@ def test_a_fabric_that_does_not_recover_fails_the_demo_and_names_the_flows(tmp_p
 def test_the_demo_recovers_on_bmv2(tmp_path):
     """BMv2 once died in the first reroute and the demo reported its dead flows as untouched.
     On BMv2 every stage recovers, the downlink through the controller's reroute."""
-    # 150 packets/s per flow (the demo's 500 is 12,000 packet-hops/s, three quarters of a core
-    # of BMv2's time): beside other work an overloaded BMv2 drops packets of flows on a good
-    # path, which this test would take for a flow that did not recover
+    # the default rate on BMv2 (150 packets/s per flow): an overloaded BMv2 drops packets of
+    # flows on a good path, which this test would take for a flow that did not recover
     out = io.StringIO()
     run_demo(spec=fo_fabric("hpn7"), target="bmv2", kinds=("uplink", "downlink"), before_s=2.0,
-             hold_s=2.0, between_s=1.5, after_s=2.0, pps=150, out=tmp_path / "demo", stream=out,
+             hold_s=2.0, between_s=1.5, after_s=2.0, out=tmp_path / "demo", stream=out,
              tty=False)
     assert "NOT RECOVERED" not in out.getvalue()
     params = json.loads((tmp_path / "demo" / "params.json").read_text())
