@@ -134,6 +134,16 @@ def report(stages: list[Stage], outcomes: list[list[StageOutcome]], out: TextIO)
             out.write(f"  {o.flow:<24}{window:>12}{o.outage_s * 1000:>6.0f} ms{o.lost:>7}  {state}\n")
 
 
+def overload_note(ring_drops: int | None, pps: float) -> str | None:
+    """What to say when the switches' receive rings dropped frames during the run: the
+    machine could not keep up with the flows, so losses may be its, not the failures'."""
+    if not ring_drops:
+        return None
+    return (f"note: the switches' receive rings dropped {ring_drops} frames: this machine did "
+            f"not keep up with {pps:g} packets/s per flow (losses of flows that crossed no "
+            f"failure are the machine's); try --pps {max(1, round(pps / 2))} (docs/rates.md)")
+
+
 def run_demo(*, kinds: tuple[str, ...] | list[str] = DEFAULT_KINDS, fabric: str = "hpn7",
              target: str = "p4switch", before_s: float = 3.0, hold_s: float = 3.0,
              between_s: float = 2.0, after_s: float = 3.0, pps: float | None = None,
@@ -176,6 +186,7 @@ def run_demo(*, kinds: tuple[str, ...] | list[str] = DEFAULT_KINDS, fabric: str 
         view = LiveView(f"AI Fabric Lab: {spec.name} on {target}, {len(stages)} recoveries",
                         nominal, stream, tty, events=events, notes=state.notes)
         summarised: set[int] = set()
+        drops_before = lab.kernel_drops()
 
         def tick(run: FlowRun, stage: Stage | None, phase: str) -> None:
             state.stage, state.phase = stage, phase
@@ -191,7 +202,9 @@ def run_demo(*, kinds: tuple[str, ...] | list[str] = DEFAULT_KINDS, fabric: str 
                        after_s=after_s, drop=drop, on_tick=tick)
             t_end = time.time() - 0.3  # the receivers report their bins every 0.1 s
             state.phase = "done"
+        drops_after = lab.kernel_drops()
         all_events = events()
+    ring_drops = None if drops_before is None or drops_after is None else drops_after - drops_before
     names = [f.name for f in flows]
     bins = run.snapshot()
     nominal_bin = pps * bin_s
@@ -228,10 +241,13 @@ def run_demo(*, kinds: tuple[str, ...] | list[str] = DEFAULT_KINDS, fabric: str 
                                       bin_s=bin_s, size=size, nominal_per_bin=nominal_bin)
                  if name not in silent]
     result.update_params(status="failed" if problems else "complete", plots=[plot.name],
-                         problems=problems)
-    stream.write(f"\ntimeline plot: {plot}\n")
+                         problems=problems, switch_rx_dropped=ring_drops)
+    overload = overload_note(ring_drops, pps)
+    stream.write(f"\ntimeline plot: {plot}\n" + (f"{overload}\n" if overload else ""))
     stream.flush()
     if problems:
         raise DemoFailed("the fabric did not recover:\n  " + "\n  ".join(problems)
-                         + f"\n(switch logs in {result.path / 'logs'})", plot)
+                         + f"\n(switch logs in {result.path / 'logs'})"
+                         + (f"\n{overload}" if overload else ""), plot)
     return plot
+

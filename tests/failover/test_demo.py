@@ -24,6 +24,7 @@ from experiments.demo.plot import (
     TIMELINE_FIELDS,
     plot_timeline,
 )
+from experiments.demo.run import overload_note
 from experiments.demo.stages import Stage, rerouted_at
 from experiments.demo.view import lossy_columns
 from experiments.framework.failover_lab import Failure, Flow, FlowRun
@@ -148,6 +149,15 @@ def test_a_stage_is_rerouted_when_the_controller_finished_rewriting_around_its_l
     assert rerouted_at(events, stage) == t0 + 3.8
 
 
+def test_ring_drops_say_the_machine_did_not_keep_up_and_suggest_half_the_rate():
+    assert overload_note(None, 500.0) is None  # BMv2: the rings cannot be read
+    assert overload_note(0, 500.0) is None
+    note = overload_note(37, 500.0)
+    assert note is not None and "dropped 37 frames" in note and "500 packets/s" in note
+    assert note.endswith("try --pps 250 (docs/rates.md)")
+    assert "try --pps 1 (" in (overload_note(3, 1.0) or "")  # never suggests 0
+
+
 def test_the_timeline_plot_is_drawn_from_the_csv_files_alone(tmp_path: Path):
     result = ResultDir(tmp_path)
     result.write_params("demo", {"pps": 500, "bin_s": 0.01})
@@ -189,6 +199,10 @@ def test_three_recoveries_show_the_difference_in_the_recorded_series(tmp_path):
     assert "--- DOWNLINK FAILURE" in text and "rerouted in" in text
     params = json.loads((tmp_path / "demo" / "params.json").read_text())
     per_bin = params["params"]["pps"] * params["params"]["bin_s"]
+    # frames the switches' receive rings dropped while the flows ran (runtime CLI port_stats)
+    drops = params["switch_rx_dropped"]
+    assert isinstance(drops, int) and drops >= 0
+    assert ("receive rings dropped" in text) == (drops > 0)
     stages = {row["kind"]: row for row in _csv(tmp_path / "demo" / "stages.csv")}
     assert list(stages) == ["uplink", "downlink", "silent"]
     series: dict[str, dict[float, float]] = {}
