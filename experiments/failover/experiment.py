@@ -79,7 +79,8 @@ def run(ctx: RunContext) -> None:
                              + "".join(f", {o.flow} NEVER RECOVERED"
                                        for o in result.outcomes if not o.recovered)
                              + (f"; the switches' receive rings dropped {result.kernel_drops} "
-                                "frames (a busy machine, not the failover)"
+                                "frames (a busy machine, not the failover: try "
+                                f"-p pps={max(1, round(params['pps'] / 2))}, docs/rates.md)"
                                 if result.kernel_drops else ""))
     ctx.out.write_csv("outcomes.csv", outcomes, OUTCOME_FIELDS)
     ctx.out.write_csv("timeline.csv", timeline, TIMELINE_FIELDS)
