@@ -202,9 +202,8 @@ def run_demo(*, kinds: tuple[str, ...] | list[str] = DEFAULT_KINDS, fabric: str 
                        after_s=after_s, drop=drop, on_tick=tick)
             t_end = time.time() - 0.3  # the receivers report their bins every 0.1 s
             state.phase = "done"
-        drops_after = lab.kernel_drops()
+        ring_drops = lab.kernel_drops_since(drops_before)
         all_events = events()
-    ring_drops = None if drops_before is None or drops_after is None else drops_after - drops_before
     names = [f.name for f in flows]
     bins = run.snapshot()
     nominal_bin = pps * bin_s
@@ -243,11 +242,11 @@ def run_demo(*, kinds: tuple[str, ...] | list[str] = DEFAULT_KINDS, fabric: str 
     result.update_params(status="failed" if problems else "complete", plots=[plot.name],
                          problems=problems, switch_rx_dropped=ring_drops)
     overload = overload_note(ring_drops, pps)
-    stream.write(f"\ntimeline plot: {plot}\n" + (f"{overload}\n" if overload else ""))
+    # a failed run gives the note with its verdict, so it is printed once either way
+    stream.write(f"\ntimeline plot: {plot}\n" + (f"{overload}\n" if overload and not problems else ""))
     stream.flush()
     if problems:
         raise DemoFailed("the fabric did not recover:\n  " + "\n  ".join(problems)
                          + f"\n(switch logs in {result.path / 'logs'})"
                          + (f"\n{overload}" if overload else ""), plot)
     return plot
-

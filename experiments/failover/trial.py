@@ -105,9 +105,7 @@ def run_trial(lab: FailoverLab, kind: str, trial: int, params: dict, *,
         raise RuntimeError(f"no packet of {', '.join(silent)} arrived: the fabric does not "
                            f"forward (see the switch logs in the result directory)")
     bins = run.snapshot()
-    drops_after = lab.kernel_drops()
-    kernel_drops = (None if drops_before is None or drops_after is None
-                    else drops_after - drops_before)
+    kernel_drops = lab.kernel_drops_since(drops_before)
     horizon = params["fail_s"]
     outcomes = [outcome(f.name, run.results.get(f.name, {}), bins.get(f.name, {}), run.bin_s,
                         run.t0, failure.t_fail, horizon, span=kind == "silent",

@@ -96,6 +96,12 @@ class FailoverLab(SessionLab):
                                        run_commands(self.session.target, sw.thrift_port,
                                                     ["port_stats"])))
 
+    def kernel_drops_since(self, before: int | None) -> int | None:
+        """Frames the receive rings dropped since `before` (an earlier `kernel_drops()`);
+        None where that cannot be read."""
+        after = self.kernel_drops()
+        return None if before is None or after is None else after - before
+
     # ---- lifecycle -----------------------------------------------------------------------
     def start_loops(self, reconverge: bool = True, probes: bool = True) -> None:
         """Start the reconvergence loop and/or the link probes (if not running yet)."""
