@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tests.differential.packets import Case
-from tests.differential.rig import LEAF, Emitted, Rig, exchange, inject
+from tests.differential.rig import LEAF, QUIET_S, Emitted, Rig, exchange, inject
 
 Counters = dict[str, dict[int, tuple[int, int]]]
 NAMES = ("p4switch", "bmv2")
@@ -79,7 +79,7 @@ def describe_counters(names: tuple[str, str], a: Counters, b: Counters) -> list[
 
 
 def run_case(pair: tuple[Rig, Rig], case: Case,
-             sends: list[Callable[[Rig], object]] | None = None, quiet: float = 0.3) -> list[str]:
+             sends: list[Callable[[Rig], object]] | None = None, quiet: float = QUIET_S) -> list[str]:
     """Send the case to both switches (its frames into its port, or `sends`); the differences
     found (empty when none). `quiet`: see `inject`."""
     rigs = list(pair)

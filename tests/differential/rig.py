@@ -212,7 +212,13 @@ def rig(target: str, program: str, workdir: Path, *, flowlet_gap_us: int | None 
 Emitted = list[tuple[int, bytes]]  # (egress port, frame) in arrival order
 
 
-def exchange(rigs: list[Rig], port: int, frames: list[bytes], quiet: float = 0.3) -> list[Emitted]:
+# The frame tests run beside the tests that start networks (their own xdist group): on a machine
+# that busy a switch may answer late, so what a frame may still bring is awaited this long.
+QUIET_S = 1.0
+
+
+def exchange(rigs: list[Rig], port: int, frames: list[bytes],
+             quiet: float = QUIET_S) -> list[Emitted]:
     """Send `frames` one after the other into `port` of every rig (the same frame to all rigs
     at once) and collect what each rig emits. One list per rig; see `inject` for the timing."""
     return inject(rigs, [lambda r, f=frame: r.socks[port].send(f) for frame in frames], quiet)
@@ -222,7 +228,7 @@ SETTLED = 0.05  # s of silence after every rig answered a frame: the next frame 
 
 
 def inject(rigs: list[Rig], sends: list[Callable[[Rig], object]],
-           quiet: float = 0.3) -> list[Emitted]:
+           quiet: float = QUIET_S) -> list[Emitted]:
     """`exchange` with any way of sending: each of `sends` is called with every rig in turn.
 
     The next send waits until every rig has emitted something for this one and then nothing

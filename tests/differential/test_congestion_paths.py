@@ -27,7 +27,8 @@ from tests.differential.packets import FLOWS, H0_MAC, SPINE0_MAC, Case, roce
 from tests.differential.rig import Rig, exchange, rig
 from traffic.pfc import build_pause
 
-pytestmark = [pytest.mark.root, pytest.mark.bmv2, pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.root, pytest.mark.bmv2, pytest.mark.slow, pytest.mark.timeout(600),
+              pytest.mark.xdist_group("differential-frames")]
 
 CONFIG = CongestionConfig(
     pfc=PfcConfig(xoff=4, xon=1, quanta=0xFFFF, refresh_us=600_000_000, link_mbps=1.0,

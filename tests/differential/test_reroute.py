@@ -26,7 +26,8 @@ from tests.differential.compare import NAMES, counter_delta, describe, describe_
 from tests.differential.packets import FLOWS, H0_IP, H1_IP, roce
 from tests.differential.rig import LEAF, Rig, exchange, rig
 
-pytestmark = [pytest.mark.root, pytest.mark.bmv2, pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.root, pytest.mark.bmv2, pytest.mark.slow, pytest.mark.timeout(600),
+              pytest.mark.xdist_group("differential-frames")]
 
 PROBES = tuple(range(33000, 33040))
 SKIPPED_IN_A_ROW = 10

@@ -22,11 +22,9 @@ from tests.differential.packets import FLOWS, Case, cases, roce, udp
 from tests.differential.rig import LEAF, Rig, rig
 
 # Beside the tests that start networks (tests/conftest.py): two lone switches answering frame by
-# frame use little CPU. On a machine that busy a switch may answer late, so a case waits longer
-# for a late frame than the rig's default before the next case begins.
+# frame use little CPU (a late frame: rig.QUIET_S).
 pytestmark = [pytest.mark.root, pytest.mark.bmv2, pytest.mark.slow, pytest.mark.timeout(900),
               pytest.mark.xdist_group("differential-frames")]
-QUIET_S = 1.0
 
 PROGRAMS = ("ecmp", "flowlet", "dlb", "qdlb")
 SHORT_GAP_US = 1000
@@ -45,7 +43,7 @@ def pair(request: pytest.FixtureRequest,
 
 @pytest.mark.parametrize("case", cases(), ids=lambda c: c.name)
 def test_same_frames_ports_and_counters(pair: tuple[Rig, Rig], case: Case) -> None:
-    problems = run_case(pair, case, quiet=QUIET_S)
+    problems = run_case(pair, case)
     assert not problems, f"{pair[0].program}.p4, {case.name}:\n" + "\n".join(problems)
 
 
@@ -61,7 +59,7 @@ def test_flowlet_within_and_after_the_gap(pair: tuple[Rig, Rig]) -> None:
             assert r.lb is not None
             r.lb.set_flowlet_gap(gap)
             assert r.lb.flowlet_gaps() == {"leaf0": gap}
-        problems += run_case(pair, Case(f"gap {gap} us", 1, flow), quiet=QUIET_S)
+        problems += run_case(pair, Case(f"gap {gap} us", 1, flow))
     assert not problems, "\n".join(problems)
 
 
@@ -76,5 +74,5 @@ def test_packet_out_to_every_port(pair: tuple[Rig, Rig]) -> None:
 
     frames = [(p, roce(FLOWS[0], psn=p)) for p in (1, 2, 3, 7)] + [(2, udp(42000)[:20])]
     problems = run_case(pair, Case("packet-out", 0, (), emits=4),
-                        [packet_out(p, f) for p, f in frames], quiet=QUIET_S)
+                        [packet_out(p, f) for p, f in frames])
     assert not problems, "\n".join(problems)
