@@ -93,19 +93,18 @@ def test_dcqcn_cuts_the_rate_on_cnps_through_the_fabric(incast_lab) -> None:
 
 @pytest.fixture(scope="module")
 def incast_runs(incast_lab, tmp_path_factory):
-    """The same incast without and with PFC (summary and telemetry series); PFC frames captured
-    at a sender."""
+    """The same incast without and with PFC; PFC frames captured at a sender."""
     lab, roles, agents = incast_lab
     none = run_trial(lab, roles, "none", PARAMS, agents)
     pcap = tmp_path_factory.mktemp("pfc") / "sender.pcap"
     src = roles.senders[0]
     with capture(lab.net.host(src), lab.iface(src), pcap, "ether proto 0x8808"):
         pfc = run_trial(lab, roles, "pfc", PARAMS, agents)
-    return none, pfc, pcap
+    return none.summary, pfc.summary, pcap
 
 
 def test_incast_drops_without_pfc_and_none_with_it(incast_runs) -> None:
-    none, pfc = incast_runs[0].summary, incast_runs[1].summary
+    none, pfc, _ = incast_runs
     # the senders' go-back-N resends what the congested port dropped
     assert none["drops_congested"] > 0 and none["retransmitted"] > 0
     assert pfc["drops_congested"] == 0  # (a host paused past its RTO may still resend)
@@ -115,10 +114,10 @@ def test_incast_drops_without_pfc_and_none_with_it(incast_runs) -> None:
 def test_counter_balance_counts_the_traffic_managers_drops(incast_runs) -> None:
     """The balance of the P4 counters (what BMv2 reports drops by) against p4switch's
     tail-drop counts, packet for packet."""
-    for run in (incast_runs[0].summary, incast_runs[1].summary):
+    for run in incast_runs[:2]:
         assert run["balance_congested"] == run["drops_congested"]
         assert run["balance_spine"] + run["balance_leaf"] == run["drops_fabric"]
-    assert incast_runs[0].summary["balance_congested"] > 0
+    assert incast_runs[0]["balance_congested"] > 0
 
 
 def test_pfc_pause_propagates_and_the_queue_moves_upstream(incast_runs) -> None:
@@ -127,7 +126,7 @@ def test_pfc_pause_propagates_and_the_queue_moves_upstream(incast_runs) -> None:
     up to the hosts. (The spine's peak is not compared across the two runs: its port drains
     faster than the incast arrives, and at 85% load its queue reaches 5-11 packets without PFC
     too, depending on how busy the machine is.)"""
-    none, pfc = incast_runs[0].summary, incast_runs[1].summary
+    none, pfc, _ = incast_runs
     assert pfc["spine_paused_s"] > 0 and pfc["host_pause_frames"] > 0
     assert none["peak_queue_congested"] == PARAMS["depth"] - 1  # full: every arrival found 63
     assert pfc["peak_queue_congested"] < none["peak_queue_congested"]
@@ -136,7 +135,7 @@ def test_pfc_pause_propagates_and_the_queue_moves_upstream(incast_runs) -> None:
 
 
 def test_victim_flow_slows_down_under_pfc(incast_runs) -> None:
-    none, pfc = incast_runs[0].summary, incast_runs[1].summary
+    none, pfc, _ = incast_runs
     assert pfc["victim_mbps_during"] < 0.6 * pfc["victim_mbps_before"]  # head-of-line blocked
     # Without PFC the victim is not paused, only shares the fabric links with the incast and
     # its go-back-N resends (how much that costs depends on how busy the machine is): it keeps
