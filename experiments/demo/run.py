@@ -35,7 +35,7 @@ from experiments.demo.plot import (
 )
 from experiments.demo.stages import DEFAULT_KINDS, EventLog, Stage, plan_stages, run_stages
 from experiments.demo.view import LiveView
-from experiments.framework.failover_lab import FailoverLab, FlowRun
+from experiments.framework.failover_lab import FailoverLab, FlowRun, relieved_pps
 from experiments.framework.recovery import loss_window
 from experiments.framework.results import ResultDir, allocate
 from topos import FabricSpec, build_fabric
@@ -141,7 +141,7 @@ def overload_note(ring_drops: int | None, pps: float) -> str | None:
         return None
     return (f"note: the switches' receive rings dropped {ring_drops} frames: this machine did "
             f"not keep up with {pps:g} packets/s per flow (losses of flows that crossed no "
-            f"failure are the machine's); try --pps {max(1, round(pps / 2))} (docs/rates.md)")
+            f"failure are the machine's); try --pps {relieved_pps(pps)} (docs/rates.md)")
 
 
 def run_demo(*, kinds: tuple[str, ...] | list[str] = DEFAULT_KINDS, fabric: str = "hpn7",

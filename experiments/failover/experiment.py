@@ -34,7 +34,7 @@ import matplotlib.pyplot as plt
 
 from experiments.failover.trial import run_trial
 from experiments.framework import Experiment, ExperimentError, RunContext, scaled_fabric
-from experiments.framework.failover_lab import KINDS, FailoverLab, settle
+from experiments.framework.failover_lab import KINDS, FailoverLab, relieved_pps, settle
 from experiments.framework.figures import save_figure
 from experiments.framework.recovery import rolling_mean
 from experiments.framework.results import ResultDir
@@ -80,7 +80,7 @@ def run(ctx: RunContext) -> None:
                                        for o in result.outcomes if not o.recovered)
                              + (f"; the switches' receive rings dropped {result.kernel_drops} "
                                 "frames (a busy machine, not the failover: try "
-                                f"-p pps={max(1, round(params['pps'] / 2))}, docs/rates.md)"
+                                f"-p pps={relieved_pps(params['pps'])}, docs/rates.md)"
                                 if result.kernel_drops else ""))
     ctx.out.write_csv("outcomes.csv", outcomes, OUTCOME_FIELDS)
     ctx.out.write_csv("timeline.csv", timeline, TIMELINE_FIELDS)

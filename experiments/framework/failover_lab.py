@@ -58,6 +58,12 @@ class Failure:
     t_restore: float = 0.0
 
 
+def relieved_pps(pps: float) -> int:
+    """The per-flow rate to suggest when the switches' receive rings dropped frames at `pps`:
+    half of it (docs/rates.md runs the experiments at about half the measured capacity)."""
+    return max(1, round(pps / 2))
+
+
 class FailoverLab(SessionLab):
     """A `FabricSession` (switches, controller, reconvergence loop, probes) with flows to run
     and links to fail."""
