@@ -62,6 +62,7 @@ bench-traffic: setup
 	$(BIN)/python bench/traffic_sender_pps.py
 	$(BIN)/python bench/traffic_receiver_pps.py
 	$(BIN)/python bench/traffic_baseline_reorder.py
+	$(BIN)/python bench/paced_worker_cpu.py
 
 bench-fabric: setup  # (root)
 	$(BIN)/python bench/topos_bringup.py

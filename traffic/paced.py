@@ -10,7 +10,10 @@ declares it, `traffic.wire.BTH_HDR`), the send time (ns) and an ICRC field left 
 checks it). They leave through a kernel UDP socket, not a packet socket pinned to one interface,
 so a dual-port NIC's multipath default route spreads the flows over both ports and moves them
 when a port loses its link: the host-side failover of an HPN NIC. The receiver binds UDP 4791 on
-every port of its NIC.
+every port of its NIC. Arrivals are the kernel's receive stamps (SO_TIMESTAMPNS), so the
+receiver reads its socket every `READ_EVERY_S` while datagrams flow, many per wake-up, and a
+record's times do not depend on when the process got a CPU (where the kernel does not stamp,
+it reads each datagram as it comes and stamps it then).
 
 Both speak JSON lines on stdout: `{"event": "ready"}` when sockets are open; the receiver then
 `{"event": "bins", ...}` every `--report` seconds with the bins completed and the silences that
@@ -33,6 +36,7 @@ import json
 import select
 import signal
 import socket
+import struct
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -47,6 +51,10 @@ STAMP_LEN = 8  # send time, ns, big-endian, right after the BTH
 HEADER = BTH_LEN + STAMP_LEN + ICRC_LEN
 MAX_HOLES = 1 << 16  # a longer run of skipped PSNs is counted lost even if some arrive later
 SETTLE_S = 0.1  # a silence is reported live this long after it ended: late packets fill it first
+READ_EVERY_S = 0.005  # the receiver reads its socket at most this often while datagrams flow
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # (Linux's value; also SCM_TIMESTAMPNS)
+_STAMP = struct.Struct("@qq")  # struct timespec
+_ANC_SPACE = socket.CMSG_SPACE(_STAMP.size)
 _OPCODE, _PKEY, _DQPN, _PSN = (BTH_HDR[name] for name in ("opcode", "pkey", "dqpn", "psn"))
 
 
@@ -146,12 +154,33 @@ class _Stop:
         self.flag = True
 
 
-def receive(t0: float, bin_s: float, gap_s: float, report_s: float) -> None:
-    stop = _Stop()
+def _stamped_socket() -> tuple[socket.socket, bool]:
+    """The receiver's socket, and whether the kernel stamps each datagram's arrival
+    (SO_TIMESTAMPNS)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        stamped = True
+    except OSError:
+        stamped = False
     sock.bind(("0.0.0.0", ROCE_PORT))
     sock.setblocking(False)
+    return sock, stamped
+
+
+def _arrival(ancdata: list[tuple[int, int, bytes]]) -> float | None:
+    """The kernel's arrival stamp of a datagram, in epoch seconds (None: not stamped)."""
+    for level, kind, value in ancdata:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(value) >= _STAMP.size:
+            sec, nsec = _STAMP.unpack_from(value)
+            return sec + nsec * 1e-9
+    return None
+
+
+def receive(t0: float, bin_s: float, gap_s: float, report_s: float) -> None:
+    stop = _Stop()
+    sock, stamped = _stamped_socket()
     flows: dict[tuple[str, int], FlowRecord] = {}
     reported: dict[tuple[str, int], int] = {}  # bins below this index were reported
     gaps_reported: dict[tuple[str, int], int] = {}  # gaps already reported (lossy ones sent)
@@ -162,12 +191,13 @@ def receive(t0: float, bin_s: float, gap_s: float, report_s: float) -> None:
             ready, _, _ = select.select([sock], [], [], 0.05)
         except InterruptedError:
             continue
+        # Taken before reading: every datagram stamped before it is read before the report.
+        now = time.time()
         while ready:
             try:
-                data, (src, _port) = sock.recvfrom(65536)
+                data, ancdata, _, (src, _port) = sock.recvmsg(65536, _ANC_SPACE)
             except BlockingIOError:
                 break
-            now = time.time()
             parsed = decode(data)
             if parsed is None:
                 continue
@@ -175,8 +205,9 @@ def receive(t0: float, bin_s: float, gap_s: float, report_s: float) -> None:
             flow = flows.get((src, qpn))
             if flow is None:
                 flow = flows[(src, qpn)] = FlowRecord(src, qpn)
-            flow.arrive(now, psn, len(data), t0, bin_s, gap_s)
-        now = time.time()
+            arrived = _arrival(ancdata) if stamped else None
+            flow.arrive(time.time() if arrived is None else arrived, psn, len(data), t0, bin_s,
+                        gap_s)
         if now >= next_report:
             next_report = now + report_s
             done = int((now - t0) / bin_s)  # the bin in progress is not reported yet
@@ -192,6 +223,8 @@ def receive(t0: float, bin_s: float, gap_s: float, report_s: float) -> None:
                 lossy[name] = [g for g in flow.gaps[first:settled] if g[2]]
                 gaps_reported[key] = settled
             _emit("bins", bin_s=bin_s, flows=out, lossy_gaps=lossy)
+        if ready and stamped:  # let datagrams gather: their stamps say when each arrived
+            time.sleep(READ_EVERY_S)
     _emit("result", flows=[f.summary() for f in flows.values()])
 
 

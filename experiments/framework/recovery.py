@@ -10,6 +10,9 @@
 - **never recovered**: a flow that has delivered nothing for the last `quiet_s` of the run. A
   silence with no packet after it leaves no gap in the receiver's records, so without this a
   dead flow would read as untouched; its loss window runs to the end of the run (a lower bound).
+
+Arrivals are the kernel's receive stamps (traffic/paced.py), so a receiver the busy machine kept
+off the CPU for a while neither opens a silence nor lengthens one.
 """
 
 from __future__ import annotations

@@ -1,0 +1,121 @@
+"""CPU per datagram of the paced traffic workers (`python -m traffic paced send` and `recv`, the
+flows of failover, the demo and bench/fabric_capacity.py), on the loopback interface.
+
+    .venv/bin/python bench/paced_worker_cpu.py [--flows 7] [--pps 200,1000] [--seconds 5]
+        [--size 1000] [--rounds 3]
+
+One receiver and one sender of `--flows` flows at each `--pps` (per flow), as one NIC of the
+fabric capacity bench sends (7 flows on leafspine). Each worker's CPU is read from
+/proc/<pid>/schedstat (time on a CPU, ns) between its "ready" line and the end of the window,
+and from /proc/<pid>/stat its user and system share (clock ticks); the figure printed is CPU µs
+per datagram, the best of `--rounds`. Every datagram sent must arrive (the receiver's result),
+or the run fails. No root needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def on_cpu_ns(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+
+
+def user_system_ticks(pid: int) -> tuple[int, int]:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]), int(fields[12])
+
+
+def start(argv: list[str]) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-m", "traffic", "paced", *argv], cwd=ROOT,
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if json.loads(line or "{}").get("event") != "ready":
+        proc.kill()
+        raise SystemExit(f"paced {argv[0]} did not start: {line!r}")
+    return proc
+
+
+def result(proc: subprocess.Popen) -> dict:
+    """The worker's final `result` event, after SIGTERM."""
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=30)
+    for line in reversed(out.splitlines()):
+        event = json.loads(line)
+        if event.get("event") == "result":
+            return event
+    raise SystemExit("a paced worker ended without a result")
+
+
+def run(flows: int, pps: float, seconds: float, size: int) -> dict[str, float]:
+    """(role -> CPU µs per datagram, and user share) of one window."""
+    rx = start(["recv"])
+    tx = None
+    try:
+        argv = ["send", "--pps", f"{pps:g}", "--size", str(size)]
+        for i in range(flows):
+            argv += ["--flow", f"127.0.0.1:{i + 1}:{50000 + i}"]
+        tx = start(argv)
+        pids = {"send": tx.pid, "recv": rx.pid}
+        before = {pid: (on_cpu_ns(pid), user_system_ticks(pid)) for pid in pids.values()}
+        time.sleep(seconds)
+        after = {pid: (on_cpu_ns(pid), user_system_ticks(pid)) for pid in pids.values()}
+        sent = sum(f["sent"] for f in result(tx)["flows"])
+        tx = None
+        time.sleep(0.2)  # the last datagrams reach the receiver
+        received = sum(f["packets"] for f in result(rx)["flows"])
+    finally:
+        for proc in (tx, rx):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+    if received != sent:
+        raise SystemExit(f"{sent - received} of {sent} datagrams lost at {pps:g} pps per flow")
+    datagrams = flows * pps * seconds
+    out: dict[str, float] = {}
+    for role, pid in pids.items():
+        (ns0, (u0, s0)), (ns1, (u1, s1)) = before[pid], after[pid]
+        out[role] = (ns1 - ns0) / 1000 / datagrams
+        ticks = (u1 - u0) + (s1 - s0)
+        out[role + "_user"] = (u1 - u0) / ticks if ticks else 0.0
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--flows", type=int, default=7)
+    ap.add_argument("--pps", default="200,1000", help="datagrams/s per flow, comma-separated")
+    ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--size", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    try:
+        rates = [float(r) for r in args.pps.split(",") if r]
+    except ValueError:
+        ap.error("--pps: comma-separated numbers")
+    if not rates or min(rates) <= 0 or args.flows < 1 or args.rounds < 1 or args.seconds <= 0:
+        ap.error("--pps, --flows, --rounds and --seconds must be positive")
+    print(f"paced workers on loopback: {args.flows} flows, {args.size}-byte datagrams, "
+          f"{args.seconds:g} s windows, best of {args.rounds}; load average "
+          f"{os.getloadavg()[0]:.2f}")
+    print(f"{'pps/flow':>9} {'send µs/dgram':>14} {'user':>5} {'recv µs/dgram':>14} {'user':>5}")
+    for pps in rates:
+        rounds = [run(args.flows, pps, args.seconds, args.size) for _ in range(args.rounds)]
+        send = min(rounds, key=lambda r: r["send"])
+        recv = min(rounds, key=lambda r: r["recv"])
+        print(f"{pps:9g} {send['send']:14.1f} {send['send_user']:5.0%} "
+              f"{recv['recv']:14.1f} {recv['recv_user']:5.0%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
