@@ -7,7 +7,7 @@ flows of failover, the demo and bench/fabric_capacity.py), on the loopback inter
 One receiver and one sender of `--flows` flows at each `--pps` (per flow), as one NIC of the
 fabric capacity bench sends (7 flows on leafspine). Each worker's CPU is read from
 /proc/<pid>/schedstat (time on a CPU, ns) between its "ready" line and the end of the window,
-and from /proc/<pid>/stat its user and system share (clock ticks); the figure printed is CPU µs
+and from /proc/<pid>/stat its user share; the figure printed is CPU µs
 per datagram, the best of `--rounds`. Every datagram sent must arrive (the receiver's result),
 or the run fails. No root needed.
 """
@@ -24,15 +24,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from switch_pps import cpu_split  # noqa: E402  (bench/switch_pps.py)
 
 
 def on_cpu_ns(pid: int) -> int:
     return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
-
-
-def user_system_ticks(pid: int) -> tuple[int, int]:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[11]), int(fields[12])
 
 
 def start(argv: list[str]) -> subprocess.Popen:
@@ -67,9 +65,9 @@ def run(flows: int, pps: float, seconds: float, size: int) -> dict[str, float]:
             argv += ["--flow", f"127.0.0.1:{i + 1}:{50000 + i}"]
         tx = start(argv)
         pids = {"send": tx.pid, "recv": rx.pid}
-        before = {pid: (on_cpu_ns(pid), user_system_ticks(pid)) for pid in pids.values()}
+        before = {pid: (on_cpu_ns(pid), cpu_split(pid)) for pid in pids.values()}
         time.sleep(seconds)
-        after = {pid: (on_cpu_ns(pid), user_system_ticks(pid)) for pid in pids.values()}
+        after = {pid: (on_cpu_ns(pid), cpu_split(pid)) for pid in pids.values()}
         sent = sum(f["sent"] for f in result(tx)["flows"])
         tx = None
         time.sleep(0.2)  # the last datagrams reach the receiver
@@ -85,8 +83,8 @@ def run(flows: int, pps: float, seconds: float, size: int) -> dict[str, float]:
     for role, pid in pids.items():
         (ns0, (u0, s0)), (ns1, (u1, s1)) = before[pid], after[pid]
         out[role] = (ns1 - ns0) / 1000 / datagrams
-        ticks = (u1 - u0) + (s1 - s0)
-        out[role + "_user"] = (u1 - u0) / ticks if ticks else 0.0
+        spent = (u1 - u0) + (s1 - s0)
+        out[role + "_user"] = (u1 - u0) / spent if spent else 0.0
     return out
 
 
