@@ -205,7 +205,7 @@ def receive(t0: float, bin_s: float, gap_s: float, report_s: float) -> None:
             flow = flows.get((src, qpn))
             if flow is None:
                 flow = flows[(src, qpn)] = FlowRecord(src, qpn)
-            arrived = _arrival(ancdata) if stamped else None
+            arrived = _arrival(ancdata)  # None where the socket is not stamped
             flow.arrive(time.time() if arrived is None else arrived, psn, len(data), t0, bin_s,
                         gap_s)
         if now >= next_report:

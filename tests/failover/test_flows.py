@@ -66,6 +66,16 @@ def _result(proc: subprocess.Popen) -> dict:
     return events
 
 
+def _bins(events: list[dict], flow: str) -> dict[int, int]:
+    """Bytes per bin of `flow` ("SRC/QPN") over the receiver's live `bins` reports."""
+    bins: dict[int, int] = {}
+    for e in events:
+        if e["event"] == "bins":
+            for i, n in e["flows"].get(flow, []):
+                bins[int(i)] = bins.get(int(i), 0) + n
+    return bins
+
+
 def test_an_outage_shows_as_one_lossy_silence_of_its_length(pair):
     # The filter's hook is added before the flow starts: adding (or deleting) a qdisc swaps the
     # interface's transmit queues and drops what is sent meanwhile, a loss of its own.
@@ -94,10 +104,7 @@ def test_an_outage_shows_as_one_lossy_silence_of_its_length(pair):
     records = {f["qpn"]: f for f in events[-1]["flows"]}
     assert sorted(records) == [7, 8]
     assert [e["event"] for e in events[:-1]] and all(e["event"] == "bins" for e in events[:-1])
-    bins: dict[int, int] = {}
-    for e in events[:-1]:
-        for i, n in e["flows"].get("10.250.0.1/7", []):
-            bins[int(i)] = bins.get(int(i), 0) + n
+    bins = _bins(events, "10.250.0.1/7")
     # What the sender sent during the outage is lost, all of it in one silence; how many that
     # were depends on how much CPU the sender got meanwhile (at most the pace allows), and the
     # silence's ends are the kernel's arrival stamps: the first packet after it was sent once
@@ -140,10 +147,7 @@ def test_arrivals_are_the_kernels_stamps_not_the_receivers_reads(pair):
     assert record["packets"] == sent and record["lost"] == 0
     assert not [g for g in record["gaps"] if g[0] < stop_at + 0.3 and g[1] > stop_at], \
         record["gaps"]
-    bins: dict[int, int] = {}
-    for e in events[:-1]:
-        for i, n in e["flows"].get("10.250.0.1/9", []):
-            bins[int(i)] = bins.get(int(i), 0) + n
+    bins = _bins(events, "10.250.0.1/9")
     # the live reports too: the 10 ms bins inside the stop hold what arrived then (200 packets/s
     # of 1000 bytes; at least half of it, for a sender the busy machine holds back)
     stopped = range(int((stop_at - t0) / 0.01) + 1, int((stop_at + 0.3 - t0) / 0.01))
