@@ -10,8 +10,13 @@ packet-hop: the switches' CPU (utime + stime from /proc), their context switches
 woken with work; involuntary: preempted), and the loss.
 
     sudo .venv/bin/python bench/chain_hops.py [--switches 4] [--rates 1000,4000]
-        [--size 1000] [--seconds 4] [--program ecmp] [--target p4switch] [--htb MBPS]
+        [--size 1000] [--seconds 4] [--program ecmp] [--target p4switch|bmv2|c-forward]
+        [--htb MBPS]
         [--per-process K] [--pipeline native|python]
+
+`--target c-forward` puts in each switch's place a forwarder written in C on the C data
+plane's ring loop (p4switch/cdp/forward.py: port 1 to port 2 and back, no P4 program): the
+floor of what a switch in C costs per hop here, with the same rings, wake-ups and kernel path.
 
 `--per-process K` runs K consecutive switches of the line in one p4switch process
 (`p4switch ARGS :: ARGS`, one loop for their data planes). `--htb` shapes the links between
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -65,6 +71,19 @@ def chain_links(bench: Bench, switches: int, htb_mbps: float | None) -> list[dic
     return ports
 
 
+def start_forwarder(ports: dict[int, str], log: Path) -> subprocess.Popen:
+    """p4switch/cdp/forward.py between ports 1 and 2, once it reports its ports open."""
+    with open(log, "ab") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "p4switch.cdp.forward",
+                                 f"1@{ports[1]}", f"2@{ports[2]}"], cwd=REPO,
+                                stdout=subprocess.PIPE, stderr=err, text=True)
+    assert proc.stdout is not None
+    if proc.stdout.readline().strip() != "ready":
+        proc.wait()
+        raise SystemExit(f"the C forwarder exited with {proc.returncode}; see {log}")
+    return proc
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--switches", type=int, default=4)
@@ -74,7 +93,7 @@ def main() -> int:
     p.add_argument("--program", default="ecmp")
     p.add_argument("--pipeline", default="native", choices=("native", "python"),
                    help="p4switch's pipeline (the native one is built first)")
-    p.add_argument("--target", default="p4switch", choices=("p4switch", "bmv2"))
+    p.add_argument("--target", default="p4switch", choices=("p4switch", "bmv2", "c-forward"))
     p.add_argument("--per-process", type=int, default=1, metavar="K",
                    help="switches served by one p4switch process (default 1)")
     p.add_argument("--htb", type=float, default=None, metavar="MBPS",
@@ -90,7 +109,8 @@ def main() -> int:
     from controller.pipeline import build_pipeline
     from mechanisms import program_path
 
-    pipeline = build_pipeline(program_path(args.program), args.target)
+    forwarder = args.target == "c-forward"
+    pipeline = None if forwarder else build_pipeline(program_path(args.program), args.target)
     options: tuple[str, ...] = ()
     if args.target == "p4switch":
         if args.pipeline == "native" and native_missing(args.program):
@@ -101,7 +121,8 @@ def main() -> int:
     shaped = f"HTB {args.htb:g} Mb/s" if args.htb else "unshaped"
     per = f"{args.per_process} per process" if args.per_process > 1 else "one process each"
     pipe = f" ({args.pipeline} pipeline)" if args.target == "p4switch" else ""
-    print(f"{args.target}{pipe}, {args.program}.p4, {args.switches} switches in a line ({per}), "
+    program = "no P4 program" if forwarder else f"{args.program}.p4"
+    print(f"{args.target}{pipe}, {program}, {args.switches} switches in a line ({per}), "
           f"{args.size} B frames, links between switches {shaped}; "
           f"load average {os.getloadavg()[0]:.2f} at start")
     try:
@@ -109,6 +130,9 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             for first in range(0, len(chain), args.per_process):
                 group = chain[first:first + args.per_process]
+                if forwarder:
+                    procs.append(start_forwarder(group[0], Path(tmp) / f"s{first}.log"))
+                    continue
                 proc, addrs, _ = start_switches(args.target, group, Path(tmp) / f"s{first}.log",
                                                 options)
                 procs.append(proc)

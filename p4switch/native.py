@@ -40,6 +40,16 @@ class NativeUnavailable(Exception):
     """The native pipeline cannot be built or loaded here; the message says why."""
 
 
+def c_compiler() -> list[str]:
+    """The C compiler's argv ($CC, else the one this Python was built with), or
+    NativeUnavailable."""
+    cc = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
+    if not cc or shutil.which(cc[0]) is None:
+        raise NativeUnavailable(f"no C compiler ({cc[0] if cc else 'CC'} not found; "
+                                "apt-get install gcc)")
+    return cc
+
+
 def toolchain() -> tuple[str, list[str]]:
     """(Cython's version, the C compiler's argv), or NativeUnavailable naming what is missing."""
     try:
@@ -47,10 +57,7 @@ def toolchain() -> tuple[str, list[str]]:
     except ImportError:
         raise NativeUnavailable("Cython is not installed (pip install cython; "
                                 "make setup installs it)") from None
-    cc = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
-    if not cc or shutil.which(cc[0]) is None:
-        raise NativeUnavailable(f"no C compiler ({cc[0] if cc else 'CC'} not found; "
-                                "apt-get install gcc)")
+    cc = c_compiler()
     include = Path(sysconfig.get_paths()["include"])
     if not (include / "Python.h").exists():
         raise NativeUnavailable(f"the Python headers are missing ({include}/Python.h; "
@@ -102,7 +109,7 @@ def native_module(source: str, name: str = "program") -> ModuleType:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise NativeUnavailable(f"cannot create {directory}: {e.strerror}") from None
-        with _locked(directory / f".{modname}.lock"):  # one build for concurrent switches
+        with locked(directory / f".{modname}.lock"):  # one build for concurrent switches
             if path.exists():
                 try:
                     module = _load(modname, path)
@@ -119,7 +126,8 @@ def native_module(source: str, name: str = "program") -> ModuleType:
 
 
 @contextlib.contextmanager
-def _locked(path: Path):
+def locked(path: Path):
+    """An exclusive flock on `path` (created if missing) while the block runs."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -136,10 +144,10 @@ def _build(source: str, name: str, target: Path) -> None:
         pyx = Path(tmp) / f"{target.name.split('.')[0]}.pyx"
         pyx.write_text(source)
         c_file = pyx.with_suffix(".c")
-        _run([sys.executable, "-m", "cython", "-3", "-o", str(c_file), str(pyx)],
+        run_tool([sys.executable, "-m", "cython", "-3", "-o", str(c_file), str(pyx)],
              f"Cython on {name}")
         partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        _run([*cc, *cflags(), "-I", include, str(c_file), "-o", str(partial)],
+        run_tool([*cc, *cflags(), "-I", include, str(c_file), "-o", str(partial)],
              f"the C compiler on {name}")
         os.replace(partial, target)
 
@@ -169,7 +177,8 @@ def _prune(directory: Path) -> None:
             path.with_name(f".{path.name.split('.')[0]}.lock").unlink()
 
 
-def _run(argv: list[str], what: str) -> None:
+def run_tool(argv: list[str], what: str) -> None:
+    """Run a build tool; NativeUnavailable with the tail of its output if it fails."""
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S,
                               check=False)

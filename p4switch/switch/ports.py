@@ -19,6 +19,7 @@ import os
 import socket
 import struct
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from p4switch.switch.pcap import PcapWriter
 from p4switch.switch.rings import MIN_FRAME, Rings
@@ -42,6 +43,15 @@ MAX_FRAME = 65536
 BATCH = 64  # frames read from one port per wake-up
 RX_RING_FRAMES = 2048  # slots of a port's receive ring (2 KiB each); 0: one recvmsg per frame
 TX_RING_FRAMES = 256  # slots of its transmit ring; 0: one send per frame
+
+
+class RingLayout(NamedTuple):
+    rx: int  # the receive ring's address in this process
+    rx_slots: int
+    tx: int  # the transmit ring's address
+    tx_slots: int
+    tx_max_len: int  # the largest frame a transmit slot takes
+    direct_fd: int  # the socket that sends what the transmit ring does not take
 
 
 def _with_vlan_tag(data: bytes, aux: bytes) -> bytes:
@@ -222,6 +232,16 @@ class RawPort:
             c.tx_errors += len(refused)
             c.tx_packets -= len(refused)
             c.tx_bytes -= sum(refused)
+
+    @property
+    def ring_layout(self) -> RingLayout | None:
+        """Where this port's PACKET_MMAP rings are (None without both rings), for a data
+        plane in C that takes them over (p4switch/cdp/ports.py)."""
+        if self._rings is None or self._rx is None or self._tx is None:
+            return None
+        rx, tx = self._rings.addresses()
+        return RingLayout(rx, self._rx.slots, tx, self._tx.slots, self._tx.max_len,
+                          self._direct.fileno())
 
     @property
     def rings(self) -> tuple[bool, bool]:

@@ -234,5 +234,14 @@ class Rings:
         self.rx = RxRing(sock, self._map, 0, rx_slots) if rx_frames else None
         self.tx = TxRing(sock, self._map, rx_size, tx_slots, max_tx) if tx_frames else None
 
+    def addresses(self) -> tuple[int, int]:
+        """The addresses of the receive and transmit rings in this process (0: none), for a
+        data plane in C that takes them over (p4switch/cdp/ports.py)."""
+        view = ctypes.c_char.from_buffer(self._map)
+        base = ctypes.addressof(view)
+        del view  # no export left: the mapping can still be closed
+        return (base if self.rx is not None else 0,
+                base + self.tx._base if self.tx is not None else 0)
+
     def close(self) -> None:
         self._map.close()

@@ -1,6 +1,8 @@
 """Switch ports with and without PACKET_MMAP rings, on real veth pairs: the same frames in the
 same order either way, whole jumbo frames past the ring's 2 KiB slots, 802.1Q tags put back,
-refused transmissions counted and never sent later, kernel drops when the ring is full."""
+refused transmissions counted and never sent later, kernel drops when the ring is full.
+
+Mode "c-rings" runs the same tests on the C data plane's ring code (p4switch/cdp/c/ports.c)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,22 @@ from topos.mininet.failures import drop_program
 
 pytestmark = pytest.mark.root  # veth pairs and raw sockets
 
-MODES = {"rings": {}, "syscalls": {"rx_ring": 0, "tx_ring": 0}}
+MODES = {"rings": {}, "syscalls": {"rx_ring": 0, "tx_ring": 0}, "c-rings": {}}
+
+
+def open_port(mode: str, iface: str):
+    """Port 1 on `iface` in `mode`: a RawPort, or (c-rings) one whose I/O is the C code's."""
+    port = RawPort(1, iface, **MODES[mode])
+    if mode != "c-rings":
+        return port
+    from p4switch.cdp.ports import CRingPort
+    from p4switch.native import NativeUnavailable
+
+    try:
+        return CRingPort(port)
+    except NativeUnavailable as e:
+        port.close()
+        pytest.skip(f"the C data plane cannot be built here: {e}")
 SRC, DST = bytes.fromhex("020000000001"), bytes.fromhex("020000000002")
 
 
@@ -51,9 +68,10 @@ def wire(net):
 @pytest.mark.parametrize("mode", MODES)
 def test_frames_arrive_whole_and_in_order_both_ways(wire, mode):
     _, host, sw_if = wire
-    port = RawPort(1, sw_if, **MODES[mode])
+    port = open_port(mode, sw_if)
     try:
-        assert port.rings == ((True, True) if mode == "rings" else (False, False))
+        if mode != "c-rings":
+            assert port.rings == ((True, True) if mode == "rings" else (False, False))
         sizes = [60, 1514, 9000, 64, 2100, 60] * 5  # 2100 and 9000: larger than a slot
         sent = [frame(size, i) for i, size in enumerate(sizes)]
         for f in sent:
@@ -74,7 +92,7 @@ def test_frames_arrive_whole_and_in_order_both_ways(wire, mode):
 @pytest.mark.parametrize("mode", MODES)
 def test_vlan_tag_is_put_back_and_own_frames_are_not_received(wire, mode):
     _, host, sw_if = wire
-    port = RawPort(1, sw_if, **MODES[mode])
+    port = open_port(mode, sw_if)
     try:
         tagged = DST + SRC + bytes.fromhex("8100a064") + b"\x88\xb5" + bytes(46)
         host.send(tagged)
@@ -88,9 +106,10 @@ def test_vlan_tag_is_put_back_and_own_frames_are_not_received(wire, mode):
         port.close()
 
 
-def test_frames_refused_on_a_down_interface_are_counted_and_never_sent(net, wire):
+@pytest.mark.parametrize("mode", ["rings", "c-rings"])
+def test_frames_refused_on_a_down_interface_are_counted_and_never_sent(net, wire, mode):
     ns, host, sw_if = wire
-    port = RawPort(1, sw_if)
+    port = open_port(mode, sw_if)
     try:
         net.set_up(sw_if, False)
         for i in range(5):
@@ -121,7 +140,7 @@ def test_frames_dropped_on_the_way_out_are_lost_alone_and_the_rest_go_out_in_ord
     run("tc", "qdisc", "add", "dev", sw_if, "clsact")
     run("tc", "filter", "add", "dev", sw_if, "egress", "bpf", "da", "bytecode",
         drop_program(0.3))
-    port = RawPort(1, sw_if, **MODES[mode])
+    port = open_port(mode, sw_if)
     try:
         count = 1000
         for i in range(count):
@@ -152,7 +171,7 @@ def test_a_full_qdisc_loses_what_it_cannot_take_and_the_rest_arrive_in_order(wir
     _, host, sw_if = wire
     run("tc", "qdisc", "add", "dev", sw_if, "root", "tbf", "rate", "1mbit", "burst", "1600",
         "limit", "1600")
-    port = RawPort(1, sw_if, **MODES[mode])
+    port = open_port(mode, sw_if)
     try:
         for i in range(count):
             port.send(frame(60, i))
