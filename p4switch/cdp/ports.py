@@ -44,15 +44,15 @@ def library() -> ctypes.CDLL:
 
 
 def c_port(port: RawPort, into: CPort | None = None) -> CPort:
-    """The C view of `port` (ValueError without both rings). From here on only the C side
-    may touch its rings."""
+    """The C view of `port` (ValueError without both rings), its rings taken over where the
+    port left them. From here on only the C side may touch them."""
     layout = port.ring_layout
     if layout is None:
         raise ValueError(f"port {port.number} ({port.iface}) has no PACKET_MMAP rings")
     c = into if into is not None else CPort()
     c.number, c.fd, c.direct_fd = port.number, port.fileno(), layout.direct_fd
     c.rx, c.rx_slots, c.tx, c.tx_slots = layout.rx, layout.rx_slots, layout.tx, layout.tx_slots
-    c.tx_max_len = layout.tx_max_len
+    c.tx_max_len, c.rx_head, c.tx_head = layout.tx_max_len, layout.rx_head, layout.tx_head
     return c
 
 

@@ -52,6 +52,8 @@ class RingLayout(NamedTuple):
     tx_slots: int
     tx_max_len: int  # the largest frame a transmit slot takes
     direct_fd: int  # the socket that sends what the transmit ring does not take
+    rx_head: int  # the next slot to read
+    tx_head: int  # the next slot to fill
 
 
 def _with_vlan_tag(data: bytes, aux: bytes) -> bytes:
@@ -240,8 +242,10 @@ class RawPort:
         if self._rings is None or self._rx is None or self._tx is None:
             return None
         rx, tx = self._rings.addresses()
+        if self._tx.pending:
+            self.flush()  # the frames queued here go out before the new owner's
         return RingLayout(rx, self._rx.slots, tx, self._tx.slots, self._tx.max_len,
-                          self._direct.fileno())
+                          self._direct.fileno(), self._rx.head, self._tx.head)
 
     @property
     def rings(self) -> tuple[bool, bool]:

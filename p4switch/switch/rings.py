@@ -80,6 +80,11 @@ class RxRing:
         self._head = 0
         self.truncated = 0  # frames cut to a slot whose whole copy the kernel could not queue
 
+    @property
+    def head(self) -> int:
+        """The next slot to read."""
+        return self._head
+
     def take(self, limit: int, max_frame: int) -> list[bytes]:
         """Up to `limit` frames the kernel has filled in, their slots handed back; 802.1Q tags
         the kernel stripped are put back, frames this host sent out are skipped."""
@@ -130,6 +135,11 @@ class TxRing:
         self._head = 0
         self.pending = 0
         self.max_len = min(FRAME_SIZE - _TX_DATA_AT, max_len)
+
+    @property
+    def head(self) -> int:
+        """The next slot to fill."""
+        return self._head
 
     def put(self, frame: bytes) -> bool:
         """Queue `frame` (MIN_FRAME..`max_len` bytes); False if its slot is not free (the

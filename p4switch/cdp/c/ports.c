@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <linux/if_packet.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -164,10 +165,14 @@ int cdp_port_send(struct cdp_port *p, const uint8_t *frame, uint32_t len)
 
 int cdp_forward_loop(struct cdp_port *ports, int n, const int *out_index, int stop_fd)
 {
-    static uint8_t buf[CDP_MAX_FRAME];
+    uint8_t *buf = malloc(CDP_MAX_FRAME);
+    if (!buf)
+        return -ENOMEM;
     int ep = epoll_create1(EPOLL_CLOEXEC);
-    if (ep < 0)
+    if (ep < 0) {
+        free(buf);
         return -errno;
+    }
     struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)n};
     if (epoll_ctl(ep, EPOLL_CTL_ADD, stop_fd, &ev) < 0)
         goto fail;
@@ -188,13 +193,14 @@ int cdp_forward_loop(struct cdp_port *ports, int n, const int *out_index, int st
             uint32_t i = ready[e].data.u32;
             if (i == (uint32_t)n) {
                 close(ep);
+                free(buf);
                 return 0;
             }
             struct cdp_port *in = &ports[i];
             int out = out_index[i];
             int taken = 0;
             for (; taken < BATCH; taken++) {
-                int len = cdp_port_receive(in, buf, sizeof buf);
+                int len = cdp_port_receive(in, buf, CDP_MAX_FRAME);
                 if (len == 0)
                     break;
                 if (len > 0 && out >= 0)
@@ -213,5 +219,6 @@ int cdp_forward_loop(struct cdp_port *ports, int n, const int *out_index, int st
 fail:;
     int err = errno;
     close(ep);
+    free(buf);
     return -err;
 }

@@ -25,8 +25,11 @@ MODES = {"rings": {}, "syscalls": {"rx_ring": 0, "tx_ring": 0}, "c-rings": {}}
 def open_port(mode: str, iface: str):
     """Port 1 on `iface` in `mode`: a RawPort, or (c-rings) one whose I/O is the C code's."""
     port = RawPort(1, iface, **MODES[mode])
-    if mode != "c-rings":
-        return port
+    return open_c(port) if mode == "c-rings" else port
+
+
+def open_c(port: RawPort):
+    """`port` with its rings handed to the C code (skips where it cannot be built)."""
     from p4switch.cdp.ports import CRingPort
     from p4switch.native import NativeUnavailable
 
@@ -238,3 +241,27 @@ def test_reused_transmit_slots_do_not_change_frames_still_queued_at_the_receiver
         assert recv_frames(host, 5.0, len(sent)) == sent
     finally:
         port.close()
+
+
+def test_the_c_code_takes_a_port_over_where_python_left_it(wire):
+    """Handing a port's rings to the C code mid-stream: what Python queued goes out first,
+    and both rings go on from the slots Python reached, across their wrap-around."""
+    _, host, sw_if = wire
+    port = RawPort(1, sw_if)
+    sent = [frame(60, i) for i in range(3000)]  # past the receive ring's 2048 slots
+    for f in sent[:1500]:
+        host.send(f)
+    assert receive(port, 1500) == sent[:1500]
+    out = [frame(60, 10000 + i) for i in range(400)]  # past the transmit ring's 256 slots
+    for f in out[:100]:
+        port.send(f)  # queued, not flushed
+    c_port = open_c(port)
+    assert recv_frames(host, 5.0, 100) == out[:100]
+    for f in sent[1500:]:
+        host.send(f)
+    assert receive(c_port, 1500) == sent[1500:]
+    for f in out[100:]:
+        assert c_port.send(f)
+    c_port.flush()
+    assert recv_frames(host, 5.0, 300) == out[100:]
+    c_port.close()
