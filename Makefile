@@ -55,8 +55,10 @@ bench-engine: setup
 bench-runtime: setup
 	$(BIN)/python bench/runtime_lookup.py
 
-bench-switch: setup
+bench-switch: setup  # (root)
 	$(BIN)/python bench/switch_pps.py
+	$(BIN)/python bench/chain_hops.py --rates 1000,8000
+	$(BIN)/python bench/chain_hops.py --rates 1000,8000 --target c-forward
 
 bench-traffic: setup
 	$(BIN)/python bench/traffic_sender_pps.py

@@ -24,6 +24,7 @@ from p4switch.native import CFLAGS_ENV, NativeUnavailable, c_compiler, locked, r
 C_DIR = Path(__file__).resolve().parent / "c"
 _FORMAT = "p4switch-cdp-1"
 _CFLAGS = ("-O2", "-fPIC", "-shared", "-std=c11", "-D_GNU_SOURCE", "-Wall", "-DNDEBUG")
+_LIBS = ("-lm",)
 MAX_KEPT = 64  # libraries kept, the least recently used removed first
 _loaded: dict[Path, ctypes.CDLL] = {}
 
@@ -84,7 +85,8 @@ def _build(name: str, sources: Sequence[Path], generated: str, target: Path) -> 
             gen.write_text(generated)
             files.append(str(gen))
         partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        run_tool([*c_compiler(), *_flags(), "-I", str(C_DIR), *files, "-o", str(partial)],
+        run_tool([*c_compiler(), *_flags(), "-I", str(C_DIR), *files, *_LIBS, "-o",
+                  str(partial)],
                  f"the C compiler on {name}")
         os.replace(partial, target)
 
