@@ -105,10 +105,7 @@ def native_module(source: str, name: str = "program") -> ModuleType:
             module = _load(modname, path)
     else:
         path = directory / f"{modname}{ext_suffix()}"
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise NativeUnavailable(f"cannot create {directory}: {e.strerror}") from None
+        make_dir(directory)
         with locked(directory / f".{modname}.lock"):  # one build for concurrent switches
             if path.exists():
                 try:
@@ -118,9 +115,7 @@ def native_module(source: str, name: str = "program") -> ModuleType:
             if module is None:
                 _build(source, name, path)
                 module = _load(modname, path)
-        with contextlib.suppress(OSError):
-            os.utime(path)  # recently used
-        _prune(directory)
+        used(path, f"_p4native_*{ext_suffix()}")
     _loaded[key] = module
     return module
 
@@ -163,10 +158,26 @@ def kept(source: str) -> bool:
                               and (directory / f"_p4native_{key[:24]}{ext_suffix()}").exists())
 
 
-def _prune(directory: Path) -> None:
-    """Keep the MAX_KEPT most recently used modules (a loaded one stays mapped if removed)."""
+def make_dir(directory: Path) -> None:
+    """`directory` and its parents, created if missing; NativeUnavailable if they cannot be."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise NativeUnavailable(f"cannot create {directory}: {e.strerror}") from None
+
+
+def used(path: Path, pattern: str) -> None:
+    """Mark the build at `path` recently used, and prune its directory's builds (`pattern`)."""
+    with contextlib.suppress(OSError):
+        os.utime(path)
+    prune(path.parent, pattern)
+
+
+def prune(directory: Path, pattern: str) -> None:
+    """Keep the MAX_KEPT most recently used builds matching `pattern` in `directory`, with
+    their lock files (a loaded one stays mapped if removed)."""
     kept_modules = []
-    for path in directory.glob(f"_p4native_*{ext_suffix()}"):
+    for path in directory.glob(pattern):
         with contextlib.suppress(OSError):
             kept_modules.append((path.stat().st_mtime, path))
     kept_modules.sort(reverse=True)

@@ -9,7 +9,6 @@ data plane.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import hashlib
 import os
@@ -19,13 +18,20 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from p4switch.compile_cache import cache_dir
-from p4switch.native import CFLAGS_ENV, NativeUnavailable, c_compiler, locked, run_tool
+from p4switch.native import (
+    CFLAGS_ENV,
+    NativeUnavailable,
+    c_compiler,
+    locked,
+    make_dir,
+    run_tool,
+    used,
+)
 
 C_DIR = Path(__file__).resolve().parent / "c"
 _FORMAT = "p4switch-cdp-1"
 _CFLAGS = ("-O2", "-fPIC", "-shared", "-std=c11", "-D_GNU_SOURCE", "-Wall", "-DNDEBUG")
 _LIBS = ("-lm",)
-MAX_KEPT = 64  # libraries kept, the least recently used removed first
 _loaded: dict[Path, ctypes.CDLL] = {}
 
 
@@ -50,16 +56,11 @@ def shared_library(name: str, sources: Sequence[Path], generated: str = "") -> P
     base = cache_dir()
     directory = base / "cdp" if base is not None else Path(tempfile.mkdtemp(prefix="p4cdp-"))
     path = directory / f"{name}-{key[:24]}.so"
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise NativeUnavailable(f"cannot create {directory}: {e.strerror}") from None
+    make_dir(directory)
     with locked(directory / f".{path.stem}.lock"):  # one build for concurrent switches
         if not path.exists():
             _build(name, sources, generated, path)
-    with contextlib.suppress(OSError):
-        os.utime(path)  # recently used
-    _prune(directory)
+    used(path, "*.so")
     return path
 
 
@@ -89,17 +90,3 @@ def _build(name: str, sources: Sequence[Path], generated: str, target: Path) -> 
                   str(partial)],
                  f"the C compiler on {name}")
         os.replace(partial, target)
-
-
-def _prune(directory: Path) -> None:
-    """Keep the MAX_KEPT most recently used libraries (a loaded one stays mapped if removed)."""
-    kept = []
-    for path in directory.glob("*.so"):
-        with contextlib.suppress(OSError):
-            kept.append((path.stat().st_mtime, path))
-    kept.sort(reverse=True)
-    for _, path in kept[MAX_KEPT:]:
-        with contextlib.suppress(OSError):
-            path.unlink()
-        with contextlib.suppress(OSError):
-            path.with_name(f".{path.stem}.lock").unlink()
