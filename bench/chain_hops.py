@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -41,6 +40,7 @@ from switch_pps import (  # noqa: E402
     cpu_seconds,
     native_missing,
     program_route,
+    start_forwarder,
     start_switches,
     stop,
 )
@@ -69,19 +69,6 @@ def chain_links(bench: Bench, switches: int, htb_mbps: float | None) -> list[dic
         ports[i][2], ports[i + 1][1] = a, b
     ports[-1][2] = last
     return ports
-
-
-def start_forwarder(ports: dict[int, str], log: Path) -> subprocess.Popen:
-    """p4switch/cdp/forward.py between ports 1 and 2, once it reports its ports open."""
-    with open(log, "ab") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "p4switch.cdp.forward",
-                                 f"1@{ports[1]}", f"2@{ports[2]}"], cwd=REPO,
-                                stdout=subprocess.PIPE, stderr=err, text=True)
-    assert proc.stdout is not None
-    if proc.stdout.readline().strip() != "ready":
-        proc.wait()
-        raise SystemExit(f"the C forwarder exited with {proc.returncode}; see {log}")
-    return proc
 
 
 def main() -> int:

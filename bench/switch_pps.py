@@ -21,6 +21,10 @@ For p4src/ecmp.p4 and p4src/dlb.p4, on each target, with UDP frames of 64 B and 
 Also the start-up time (process start to gRPC accepting, `--no-p4`). Without BMv2
 (simple_switch_grpc and p4c-bm2-ss on PATH) its columns say so.
 
+A switch in C without a P4 program, measured by the same harness: the C data plane's
+forwarder (p4switch/cdp/forward.py, port 1 to port 2 on the C loop of p4switch/cdp/c/ports.c:
+the same rings, wake-ups and transmit bursts as a p4switch); `--no-c-forward` skips it.
+
 The kernel's own limit on the same veth pairs, measured by the same harness: no switch process,
 a `tc` ingress filter on port 1 redirecting every frame to port 2's egress (`mirred egress
 redirect`), so the frame crosses the kernel as it does through a switch but no user space runs
@@ -33,7 +37,7 @@ the kernel, is the limit, and the bench says so.
 
     sudo .venv/bin/python bench/switch_pps.py [--programs ecmp,dlb] [--sizes 64,1000]
         [--rates 5000,10000,...] [--seconds 2] [--tries 2] [--flood 3] [--latency 2]
-        [--pipelines native,python] [--no-kernel] [--no-c-sender]
+        [--pipelines native,python] [--no-c-forward] [--no-kernel] [--no-c-sender]
 """
 
 from __future__ import annotations
@@ -129,6 +133,19 @@ def start_switches(target: str, group: list[dict[int, str]], log: Path,
                 break
             time.sleep(0.002)
     return proc, [model.grpc_addr for model in models], time.monotonic() - start
+
+
+def start_forwarder(ports: dict[int, str], log: Path) -> subprocess.Popen:
+    """p4switch/cdp/forward.py between ports 1 and 2, once it reports its ports open."""
+    with open(log, "ab") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "p4switch.cdp.forward",
+                                 f"1@{ports[1]}", f"2@{ports[2]}"], cwd=REPO,
+                                stdout=subprocess.PIPE, stderr=err, text=True)
+    assert proc.stdout is not None
+    if proc.stdout.readline().strip() != "ready":
+        proc.wait()
+        raise SystemExit(f"the C forwarder exited with {proc.returncode}; see {log}")
+    return proc
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -247,13 +264,14 @@ def _ratio(a: dict[str, float] | str | None, b: dict[str, float] | str | None, k
 
 
 def report(program: str, size: int, figures: dict[str, dict[str, float] | str],
-           kernel: dict[str, float] | None) -> None:
-    """The table for one program and frame size: p4switch native and Python, BMv2, the
-    kernel's redirect, and their ratios."""
+           forwarder: dict[str, float] | None, kernel: dict[str, float] | None) -> None:
+    """The table for one program and frame size: p4switch native and Python, BMv2, the C
+    forwarder, the kernel's redirect, and their ratios."""
     a, py, b = (figures.get(v) for v in ("native", "python", "bmv2"))
-    columns = [("native", a), ("python", py), ("BMv2", b), ("kernel", kernel)]
+    columns = [("native", a), ("python", py), ("BMv2", b), ("C forwarder", forwarder),
+               ("kernel", kernel)]
     ratios = [("native/python", a, py), ("native/BMv2", a, b), ("python/BMv2", py, b),
-              ("native/kernel", a, kernel)]
+              ("native/C fwd", a, forwarder), ("native/kernel", a, kernel)]
     print(f"\n{program}.p4, {size} B frames")
     print(f"  {'':34}" + "".join(f"{name:>15}" for name, _ in columns)
           + "".join(f"{name:>15}" for name, _, _ in ratios))
@@ -317,6 +335,8 @@ def main() -> int:
                    help="p4switch's pipelines to measure (native, python or both)")
     p.add_argument("--no-kernel", action="store_true",
                    help="skip the kernel's own limit (tc mirred redirect)")
+    p.add_argument("--no-c-forward", action="store_true",
+                   help="skip the C forwarder (p4switch/cdp/forward.py, no P4 program)")
     p.add_argument("--no-c-sender", dest="c_sender", action="store_false",
                    help="skip the floods of the C sender (bench/flood_sender.c)")
     args = p.parse_args()
@@ -349,6 +369,14 @@ def main() -> int:
                 proc, _, seconds = start_switch(target, ports, log, options)
                 stop(proc)
                 print(f"start-up to gRPC ready (--no-p4), {variant}: {seconds:.3f} s")
+            forwarder: dict[int, dict[str, float]] = {}
+            if not args.no_c_forward:
+                proc = start_forwarder(ports, log)
+                try:
+                    for size in map(int, args.sizes.split(",")):
+                        forwarder[size] = measure(bench, proc, size, args, sender)
+                finally:
+                    stop(proc)
             kernel: dict[int, dict[str, float]] = {}
             if not args.no_kernel:
                 with kernel_redirect(p1, p2):
@@ -374,7 +402,7 @@ def main() -> int:
                     finally:
                         stop(proc)
                 for size, by_target in figures.items():
-                    report(program, size, by_target, kernel.get(size))
+                    report(program, size, by_target, forwarder.get(size), kernel.get(size))
     finally:
         bench.cleanup()
     print(f"\nload average {os.getloadavg()[0]:.2f} at the end")
