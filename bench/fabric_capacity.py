@@ -239,10 +239,10 @@ def measure(step: Step, a: Snapshot, b: Snapshot, hops_per_packet: float) -> Non
 
 
 def run_step(lab: FailoverLab, flows: list[Flow], clis: dict[str, RuntimeCli], pps: float,
-             size: int, dwell: float, tolerance: float) -> Step:
+             size: int, dwell: float, tolerance: float, pacer: str = "auto") -> Step:
     step = Step(pps, len(flows), load=os.getloadavg()[0])
     before = read_counters(lab, clis)
-    with lab.start_flows(flows, pps=pps, size=size) as run:
+    with lab.start_flows(flows, pps=pps, size=size, pacer=pacer) as run:
         probe = Probe(lab, [proc.pid for _role, proc in run.procs])
         time.sleep(WARMUP_S)  # measuring steady state: the flows must have started
         a = probe.snapshot()
@@ -306,7 +306,8 @@ def ramp(lab: FailoverLab, flows: list[Flow], clis: dict[str, RuntimeCli], args:
     failed: float | None = None
     pps = args.start_pps or START_PPS[target.removesuffix(PYTHON_SUFFIX).partition("/")[0]]
     for _ in range(args.max_steps):
-        step = run_step(lab, flows, clis, pps, args.size, args.dwell, args.tolerance)
+        step = run_step(lab, flows, clis, pps, args.size, args.dwell, args.tolerance,
+                        args.pacer)
         print(row(fabric, target, step), flush=True)
         if not step.passed:
             failed = pps
@@ -316,7 +317,8 @@ def ramp(lab: FailoverLab, flows: list[Flow], clis: dict[str, RuntimeCli], args:
     for _ in range(args.refine if failed is not None and best is not None else 0):
         assert best is not None and failed is not None
         pps = (best.pps + failed) / 2
-        step = run_step(lab, flows, clis, pps, args.size, args.dwell, args.tolerance)
+        step = run_step(lab, flows, clis, pps, args.size, args.dwell, args.tolerance,
+                        args.pacer)
         print(row(fabric, target, step), flush=True)
         if step.passed:
             best = step
@@ -380,6 +382,8 @@ def main() -> int:
                         help="steps x1.6, 3 s dwell, no refinement, one ramp (options given "
                              "still count)")
     parser.add_argument("--repeat", type=int, help="ramps per fabric and target (2; quick 1)")
+    parser.add_argument("--pacer", choices=("auto", "c", "python"), default="auto",
+                        help="the senders' pacing loop (traffic paced send --pacer)")
     parser.add_argument("--start-pps", type=float, default=None,
                         help="first step, per flow (default: p4switch 40, BMv2 10)")
     parser.add_argument("--factor", type=float, help="rate step factor, > 1 (1.3; quick 1.6)")

@@ -2,10 +2,11 @@
 flows of failover, the demo and bench/fabric_capacity.py), on the loopback interface.
 
     .venv/bin/python bench/paced_worker_cpu.py [--flows 7] [--pps 200,1000] [--seconds 5]
-        [--size 1000] [--rounds 3]
+        [--size 1000] [--rounds 3] [--pacers c,python]
 
 One receiver and one sender of `--flows` flows at each `--pps` (per flow), as one NIC of the
-fabric capacity bench sends (7 flows on leafspine). Each worker's CPU is read from
+fabric capacity bench sends (7 flows on leafspine); the sender with each of its pacing loops
+(`--pacer c`, traffic/c/paced_send.c, and `--pacer python`), alternated. Each worker's CPU is read from
 /proc/<pid>/schedstat (time on a CPU, ns) between its "ready" line and the end of the window,
 and from /proc/<pid>/stat its user share; the figure printed is CPU µs
 per datagram, the best of `--rounds`. Every datagram sent must arrive (the receiver's result),
@@ -55,12 +56,12 @@ def result(proc: subprocess.Popen) -> dict:
     raise SystemExit("a paced worker ended without a result")
 
 
-def run(flows: int, pps: float, seconds: float, size: int) -> dict[str, float]:
+def run(flows: int, pps: float, seconds: float, size: int, pacer: str) -> dict[str, float]:
     """(role -> CPU µs per datagram, and user share) of one window."""
     rx = start(["recv"])
     tx = None
     try:
-        argv = ["send", "--pps", f"{pps:g}", "--size", str(size)]
+        argv = ["send", "--pps", f"{pps:g}", "--size", str(size), "--pacer", pacer]
         for i in range(flows):
             argv += ["--flow", f"127.0.0.1:{i + 1}:{50000 + i}"]
         tx = start(argv)
@@ -95,7 +96,12 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--size", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--pacers", default="c,python",
+                    help="the sender's pacing loops to measure (traffic/c/paced_send.c: c)")
     args = ap.parse_args()
+    pacers = [p for p in args.pacers.split(",") if p]
+    if not pacers or set(pacers) - {"c", "python"}:
+        ap.error(f"--pacers: c, python or both, got {args.pacers!r}")
     try:
         rates = [float(r) for r in args.pps.split(",") if r]
     except ValueError:
@@ -105,13 +111,18 @@ def main() -> int:
     print(f"paced workers on loopback: {args.flows} flows, {args.size}-byte datagrams, "
           f"{args.seconds:g} s windows, best of {args.rounds}; load average "
           f"{os.getloadavg()[0]:.2f}")
-    print(f"{'pps/flow':>9} {'send µs/dgram':>14} {'user':>5} {'recv µs/dgram':>14} {'user':>5}")
+    print(f"{'pps/flow':>9} {'pacer':>7} {'send µs/dgram':>14} {'user':>5} {'recv µs/dgram':>14} "
+          f"{'user':>5}")
     for pps in rates:
-        rounds = [run(args.flows, pps, args.seconds, args.size) for _ in range(args.rounds)]
-        send = min(rounds, key=lambda r: r["send"])
-        recv = min(rounds, key=lambda r: r["recv"])
-        print(f"{pps:9g} {send['send']:14.1f} {send['send_user']:5.0%} "
-              f"{recv['recv']:14.1f} {recv['recv_user']:5.0%}")
+        by_pacer: dict[str, list[dict[str, float]]] = {p: [] for p in pacers}
+        for _ in range(args.rounds):  # the pacers alternate, so a slow moment hits both
+            for pacer in pacers:
+                by_pacer[pacer].append(run(args.flows, pps, args.seconds, args.size, pacer))
+        for pacer, rounds in by_pacer.items():
+            send = min(rounds, key=lambda r: r["send"])
+            recv = min(rounds, key=lambda r: r["recv"])
+            print(f"{pps:9g} {pacer:>7} {send['send']:14.1f} {send['send_user']:5.0%} "
+                  f"{recv['recv']:14.1f} {recv['recv_user']:5.0%}")
     return 0
 
 

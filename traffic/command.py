@@ -169,6 +169,9 @@ def _add_paced_roles(parser: argparse.ArgumentParser) -> None:
     tx.add_argument("--pps", type=float, default=400.0, help="datagrams per second per flow")
     tx.add_argument("--size", type=int, default=256, help="UDP payload bytes")
     tx.add_argument("--duration", type=float, default=0.0, help="seconds (0: until SIGTERM)")
+    tx.add_argument("--pacer", choices=("auto", "c", "python"), default="auto",
+                    help="the pacing loop: in C (traffic/c/paced_send.c), in Python, or in C "
+                    "where it can be built (default)")
     tx.set_defaults(func=_paced, parser=tx)
     tr = sub.add_parser("trace")
     tr.add_argument("--flow", type=paced_flow, action="append", required=True)
@@ -188,7 +191,7 @@ def _paced(args: argparse.Namespace) -> int:
     if args.role == "send":
         if args.pps <= 0:
             args.parser.error("--pps must be > 0")
-        send(args.flow, args.pps, args.size, args.duration)
+        send(args.flow, args.pps, args.size, args.duration, args.pacer)
     elif args.role == "trace":
         if args.count <= 0:
             args.parser.error("--count must be > 0")

@@ -32,15 +32,19 @@ counters around each burst.
 from __future__ import annotations
 
 import bisect
+import ctypes
 import json
+import os
 import select
 import signal
 import socket
 import struct
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import cache
+from pathlib import Path
 
 from traffic.headers import ROCE_UDP_PORT, UC_OFFSET, WRITE_ONLY
 from traffic.wire import BTH_HDR, BTH_LEN, ICRC_LEN, FieldAt
@@ -228,8 +232,11 @@ def receive(t0: float, bin_s: float, gap_s: float, report_s: float) -> None:
     _emit("result", flows=[f.summary() for f in flows.values()])
 
 
-def send(flows: list[tuple[str, int, int]], pps: float, size: int, duration: float) -> None:
-    """Every flow at `pps` datagrams/s, interleaved, until `duration` ends or SIGTERM."""
+def send(flows: list[tuple[str, int, int]], pps: float, size: int, duration: float,
+         pacer: str = "auto") -> None:
+    """Every flow at `pps` datagrams/s, interleaved, until `duration` ends or SIGTERM. `pacer`:
+    "c" runs the loop in C (traffic/c/paced_send.c), "python" here, "auto" in C where it can
+    be built; the same schedule and datagrams either way."""
     stop = _Stop()
     socks = []
     for _dst, _qpn, sport in flows:
@@ -237,9 +244,22 @@ def send(flows: list[tuple[str, int, int]], pps: float, size: int, duration: flo
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(("0.0.0.0", sport))
         socks.append(s)
+    loop = _python_pacing if pacer == "python" else _c_pacing(required=pacer == "c")
+    _emit("ready")
+    sent, errors = loop(flows, socks, pps, size, duration, stop)
+    _emit("result", flows=[{"dst": d, "qpn": q, "sport": p, "sent": n, "send_errors": e}
+                           for (d, q, p), n, e in zip(flows, sent, errors, strict=True)])
+
+
+PacingLoop = Callable[[list[tuple[str, int, int]], list[socket.socket], float, int, float,
+                       "_Stop"], tuple[list[int], list[int]]]
+
+
+def _python_pacing(flows: list[tuple[str, int, int]], socks: list[socket.socket], pps: float,
+                   size: int, duration: float, stop: _Stop) -> tuple[list[int], list[int]]:
+    """The pacing loop: (datagrams sent, sends refused) per flow."""
     sent = [0] * len(flows)
     errors = [0] * len(flows)
-    _emit("ready")
     interval = 1.0 / pps
     start = time.perf_counter()
     end = start + duration if duration > 0 else float("inf")
@@ -259,8 +279,62 @@ def send(flows: list[tuple[str, int, int]], pps: float, size: int, duration: flo
             errors[i] += 1
         sent[i] += 1
         due[i] = max(due[i] + interval, now - 0.002)
-    _emit("result", flows=[{"dst": d, "qpn": q, "sport": p, "sent": n, "send_errors": e}
-                           for (d, q, p), n, e in zip(flows, sent, errors, strict=True)])
+    return sent, errors
+
+
+class _SockaddrIn(ctypes.Structure):
+    _fields_ = [("family", ctypes.c_ushort), ("port", ctypes.c_uint16),
+                ("addr", ctypes.c_uint32), ("zero", ctypes.c_uint8 * 8)]
+
+
+def _c_pacing(required: bool) -> PacingLoop:
+    """The C pacing loop, or (unless `required`) the Python one where C cannot be built."""
+    from p4switch.cdp.build import load_library
+    from p4switch.native import NativeUnavailable
+
+    try:
+        lib = load_library("paced_send", [Path(__file__).resolve().parent / "c" / "paced_send.c"])
+    except NativeUnavailable as e:
+        if required:
+            raise SystemExit(f"paced send: the C pacer cannot be built here: {e}") from None
+        return _python_pacing
+    u64s = ctypes.POINTER(ctypes.c_uint64)
+    lib.paced_send.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_int),
+                               ctypes.POINTER(_SockaddrIn), ctypes.POINTER(ctypes.c_char_p),
+                               ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
+                               ctypes.c_uint32, ctypes.c_double, ctypes.c_double, ctypes.c_int,
+                               u64s, u64s]
+
+    def loop(flows: list[tuple[str, int, int]], socks: list[socket.socket], pps: float,
+             size: int, duration: float, stop: _Stop) -> tuple[list[int], list[int]]:
+        n = len(flows)
+        templates = [ctypes.create_string_buffer(encode(qpn, 0, size, 0), max(size, HEADER))
+                     for _dst, qpn, _sport in flows]
+        dsts = (_SockaddrIn * n)(*(
+            _SockaddrIn(socket.AF_INET, socket.htons(ROCE_PORT),
+                        int.from_bytes(socket.inet_aton(dst), sys.byteorder))
+            for dst, _qpn, _sport in flows))
+        stop_r, stop_w = os.pipe()
+        os.set_blocking(stop_w, False)
+        previous = signal.set_wakeup_fd(stop_w)  # the signal handlers' C half writes to it
+        sent, errors = (ctypes.c_uint64 * n)(), (ctypes.c_uint64 * n)()
+        try:
+            if stop.flag:  # stopped before the wake-up pipe was in place
+                return list(sent), list(errors)
+            err = lib.paced_send(
+                n, (ctypes.c_int * n)(*(s.fileno() for s in socks)), dsts,
+                (ctypes.c_char_p * n)(*(ctypes.cast(t, ctypes.c_char_p) for t in templates)),
+                max(size, HEADER), _PSN.at, _PSN.size, BTH_LEN, pps, duration, stop_r, sent,
+                errors)
+        finally:
+            signal.set_wakeup_fd(previous)
+            os.close(stop_r)
+            os.close(stop_w)
+        if err:
+            raise OSError(-err, "the C pacing loop failed")
+        return list(sent), list(errors)
+
+    return loop
 
 
 def trace(flows: list[tuple[str, int, int]], count: int) -> None:

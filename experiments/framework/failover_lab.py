@@ -132,7 +132,9 @@ class FailoverLab(SessionLab):
         return len(self.spec.attachments(nic)) > 1
 
     def start_flows(self, flows: list[Flow], *, pps: float = 300.0, size: int = 256,
-                    bin_s: float = 0.01, report_s: float = 0.1) -> FlowRun:
+                    bin_s: float = 0.01, report_s: float = 0.1, pacer: str = "auto") -> FlowRun:
+        """Receivers, then senders (`pacer`: their pacing loop, `traffic paced send
+        --pacer`)."""
         run = FlowRun(flows, time.time(), bin_s)
         gap = 1.5 / pps  # a single lost packet leaves a gap of two intervals
         try:
@@ -143,8 +145,8 @@ class FailoverLab(SessionLab):
                 run.attach("recv", self._popen(dst, argv), self.ip_of)
             run.wait_ready()
             for src in sorted({f.src for f in flows}):
-                argv = paced_argv("send", "--pps", str(pps),
-                                   "--size", str(size))
+                argv = paced_argv("send", "--pps", str(pps), "--size", str(size),
+                                  "--pacer", pacer)
                 for f in flows:
                     if f.src == src:
                         argv += ["--flow", f"{f.dst_ip}:{f.qpn}:{f.sport}"]
