@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .types import Bits, BoolType, IntLit, P4Type
+from .types import Bits, BoolType, EnumType, IntLit, P4Type
 
 
 def wrap(value: int, t: P4Type) -> int:
@@ -74,4 +74,6 @@ def fold_cast(value, src: P4Type, dst: P4Type):
         value = int(value)
     if isinstance(dst, Bits):
         return wrap(value, dst)
+    if isinstance(dst, EnumType) and dst.width is not None:
+        return value & ((1 << dst.width) - 1)  # an enum holds its bits, as EnumType.value
     return value

@@ -142,7 +142,12 @@ class EnumType(P4Type):
         return self.name
 
     def value(self, member: str) -> int:
-        return self.values[member] if self.width is not None else self.members.index(member)
+        """A member's value as the data plane holds it: a serializable enum's bits (an
+        int<W> member's two's complement, as a field of the enum extracted from a packet),
+        else the member's index."""
+        if self.width is None:
+            return self.members.index(member)
+        return self.values[member] & ((1 << self.width) - 1)
 
 
 @dataclass(eq=False)
