@@ -43,6 +43,9 @@ class TableGen:
         name = local_name(decl, inst.prefix)
         var = self.ctx.program.closure(f"_tables[{name!r}]", "T")
         m = cp.Table(name, annotations_of(decl.annotations), explicit_id(decl.annotations))
+        if sum(k.match_kind == "lpm" for k in decl.keys or []) > 1:  # as p4c-bm2-ss refuses it
+            raise UnsupportedConstruct(decl.pos, f"multiple LPM keys in table {decl.name} "
+                                                 "(BMv2 matches at most one field by prefix)")
         for k in decl.keys or []:
             t = k.expr.type
             self.ctx.program._note_enums(t)

@@ -112,6 +112,15 @@ def test_unsupported_code_generation_is_reported_with_position():
     assert errors(program(body)) == ["prog.p4:15:9: unsupported: mark_to_drop() without argument"]
 
 
+def test_a_table_with_two_lpm_keys_is_refused_as_p4c_bm2_ss_refuses_it():
+    body = """    action set(bit<9> p) { sm.egress_spec = p; }
+    table t { key = { hdr.h.a: lpm; hdr.h.b: lpm; } actions = { set; } }
+    apply { t.apply(); }"""
+    assert errors(program(body)) == [
+        "prog.p4:15:5: unsupported: multiple LPM keys in table t (BMv2 matches at most one field "
+        "by prefix)"]
+
+
 def test_positions_inside_included_files(tmp_path):
     (tmp_path / "inc").mkdir()
     (tmp_path / "inc" / "bad.p4").write_text("// a comment\n\nconst bit<8> X = 8w1 + true;\n")
