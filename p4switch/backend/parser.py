@@ -40,6 +40,18 @@ class _Machine:
                         if n == 1 and name in self.states and name != "start"}
 
 
+def extracted_header(target: A.Expr, vbits: A.Expr | None) -> StructType:
+    """The header type `extract(target[, vbits])` fills; UnsupportedConstruct for anything
+    else, or for a size given to a header without a varbit field (or missing for one)."""
+    t = target.type
+    if not isinstance(t, StructType) or t.kind != "header":
+        raise UnsupportedConstruct(target.pos, f"extract into {t}")
+    if (vbits is None) != (t.varbit is None):
+        raise UnsupportedConstruct(target.pos, "extract of a header with a varbit field needs its "
+                                               "size, and only such headers take one")
+    return t
+
+
 class ParserGen:
     """Parser state machines."""
 
@@ -143,12 +155,7 @@ class ParserGen:
     # ---- packet_in methods -----------------------------------------------------------------
     def parser_extract(self, target: A.Expr, env: Env, vbits: A.Expr | None = None) -> None:
         em = self.ctx.em
-        t = target.type
-        if not isinstance(t, StructType) or t.kind != "header":
-            raise UnsupportedConstruct(target.pos, f"extract into {t}")
-        if (vbits is None) != (t.varbit is None):
-            raise UnsupportedConstruct(target.pos, "extract of a header with a varbit field needs its "
-                                          "size, and only such headers take one")
+        t = extracted_header(target, vbits)
         nbytes: str | int
         if vbits is not None:
             nbytes = em.fresh("nbytes")

@@ -12,7 +12,7 @@ extracted only once their bytes are known to be there.
 from __future__ import annotations
 
 from p4switch.backend.env import Env, Frame, Instance
-from p4switch.backend.parser import _next_member
+from p4switch.backend.parser import _next_member, extracted_header
 from p4switch.frontend import ast as A
 from p4switch.frontend import ast_decl as D
 from p4switch.frontend.diagnostics import UnsupportedConstruct
@@ -154,12 +154,7 @@ class CParserGen:
             target = A.Name(c.pos, "_")
             target.type = t
             ctx.pre[id(target)] = em.declare(ctx.types.name(t), "discard", "{0}")
-        t = target.type
-        if not isinstance(t, StructType) or t.kind != "header":
-            raise UnsupportedConstruct(target.pos, f"extract into {t}")
-        if (vbits is None) != (t.varbit is None):
-            raise UnsupportedConstruct(target.pos, "extract of a header with a varbit field "
-                                                   "needs its size, and only such headers take one")
+        t = extracted_header(target, vbits)
         nbits = ""
         if vbits is not None:
             nbits = em.declare("uint64_t", "vbits")
