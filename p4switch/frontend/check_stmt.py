@@ -15,6 +15,7 @@ from .types import (
     EnumType,
     ErrorType,
     ExternType,
+    IntLit,
     P4Type,
     TableType,
     VoidType,
@@ -208,10 +209,24 @@ class StmtChecker(CheckerParts):
                         t.width is not None:
                     target = Bits(t.width)  # the mask of an enum key is a plain number
                 if not (isinstance(t, BoolType) and isinstance(p.type, BoolType)):
+                    self._check_keyset_fits(p, target)
                     self.convert(p, target, "keyset: ")
                 if p.const is None and not isinstance(p.type, Unknown):
                     self.err(p.pos, "unsupported: non-constant keyset expression")
             k.type = t
+
+    def _check_keyset_fits(self, p: A.Expr, target: P4Type) -> None:
+        """An `int` keyset constant too large for the key's bit<W> (or outside int<W>) is an
+        error where p4c wraps it with a warning ("value does not fit"), e.g. `200 .. 300` on
+        bit<8> becomes the empty 200 .. 44. A negative one on bit<W> is converted, as p4c
+        converts it."""
+        v = p.const
+        if not (isinstance(target, Bits) and isinstance(p.type, IntLit) and isinstance(v, int)):
+            return
+        w = target.width
+        lo, hi = (-(1 << (w - 1)), 1 << (w - 1)) if target.signed and w else (None, 1 << w)
+        if v >= hi or (lo is not None and v < lo):
+            self.err(p.pos, f"keyset: value {v} does not fit in {target}")
 
     # ---- tables --------------------------------------------------------------------------
     def table_type(self, t: D.TableDecl) -> P4Type:

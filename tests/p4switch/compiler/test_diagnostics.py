@@ -153,3 +153,47 @@ def test_defines_and_conditionals_select_code():
     assert "hdr.h.a = 8" in prog.python_source
     prog = compile_source(program(body), "prog.p4", defines={"WIDTH": "16", "EXTRA": "1"})
     assert "hdr.h.b = 1" in prog.python_source
+
+
+def select_program(cases: str, key_type: str = "bit<8>") -> str:
+    """A parser that selects on (a key of `key_type`, bit<16>); the cases start on line 8."""
+    return ("#include <core.p4>\n#include <v1model.p4>\n"
+            f"header h_t {{ {key_type} a; bit<16> b; }}\n"
+            "struct hs_t { h_t h; }\nstruct m_t { }\n"
+            "parser P(packet_in pkt, out hs_t hdr, inout m_t m, inout standard_metadata_t sm) {\n"
+            "    state start { pkt.extract(hdr.h); transition select(hdr.h.a, hdr.h.b) {\n"
+            + cases + "        default: accept; } }\n}\n"
+            "control I(inout hs_t hdr, inout m_t m, inout standard_metadata_t sm) { apply { } }\n"
+            + PRELUDE.split("\n", 8)[8] + MAIN)
+
+
+def test_a_keyset_constant_that_does_not_fit_the_key_is_an_error():
+    # p4c wraps 300 to 8w44 (its warning: "value does not fit in 8 bits"): 200 .. 44 is empty
+    cases = """        (200 .. 300, 0): accept;
+        (0x100 &&& 0xF0, 1): accept;
+        (0x10 &&& 0x1F0, 65536): accept;
+"""
+    assert errors(select_program(cases)) == [
+        "prog.p4:8:17: keyset: value 300 does not fit in bit<8>",
+        "prog.p4:9:10: keyset: value 256 does not fit in bit<8>",
+        "prog.p4:10:19: keyset: value 496 does not fit in bit<8>",
+        "prog.p4:10:26: keyset: value 65536 does not fit in bit<16>",
+    ]
+    assert errors(select_program("        (-129 .. 127, 0): accept;\n", "int<8>")) == [
+        "prog.p4:8:10: keyset: value -129 does not fit in int<8>"]
+    # the keys of a table's const entries are keysets too
+    body = """    table t { key = { hdr.h.a: exact; } actions = { NoAction; }
+              const entries = { 0x1FF : NoAction(); } }
+    apply { t.apply(); }"""
+    assert errors(program(body)) == ["prog.p4:15:33: keyset: value 511 does not fit in bit<8>"]
+
+
+def test_keyset_constants_that_fit_the_key_compile():
+    # a negative int on bit<8> is converted (-1 is 255), as p4c converts it
+    cases = """        (0 .. 255, 65535): accept;
+        (-1, 0x10 &&& 0xFFFF): accept;
+        (8w1 .. 8w2, 16w3): accept;
+"""
+    prog = compile_source(select_program(cases), "prog.p4")
+    assert "== 255" in prog.python_source
+    compile_source(select_program("        (-128 .. 127, 0): accept;\n", "int<8>"), "prog.p4")
