@@ -2,15 +2,17 @@
 """Run p4c's v1model STF samples against p4switch and summarise the outcomes.
 
     scripts/p4c_stf_sweep.py P4C_CHECKOUT_DIR [--jobs N] [--timeout S] [--json OUT]
-                             [--markdown FILE] [--filter SUBSTRING] [--p4info-all] [--native]
+                             [--markdown FILE] [--filter SUBSTRING] [--p4info-all]
+                             [--pipeline python|native|c]
 
 Every `testdata/p4_16_samples/*-bmv2.p4` that has a `.stf` and includes v1model.p4 runs in its
 own process (`p4switch-stf`'s runner) with a timeout. Prints the counts per outcome (PASS,
 UNSUPPORTED, WRONG, INVALID, plus TIMEOUT and CRASH for a runner that hung or died), every
 WRONG / INVALID / CRASH test with a one-line reason, the most common unsupported reasons, and
 how the P4Info of each compiled program compares with p4c's golden `.p4info.txtpb`.
-`--native` runs every test on the program's native pipeline (p4switch/native.py) instead of
-the Python one; a native build that fails is a CRASH.
+`--pipeline native` runs every test on the program's native pipeline (p4switch/native.py),
+`--pipeline c` on the C data plane (p4switch/cdp: a program it does not run is UNSUPPORTED),
+instead of the Python one; a build that fails is a CRASH.
 `--markdown FILE` appends the same summary to FILE.
 """
 
@@ -56,9 +58,9 @@ def find_tests(p4c: Path, pattern: str | None, p4info_all: bool) -> list[tuple[P
     return tests
 
 
-def run_one(program: Path, stf: Path | None, timeout: float, native: bool = False) -> dict:
+def run_one(program: Path, stf: Path | None, timeout: float, pipeline: str = "python") -> dict:
     argv = [sys.executable, str(Path(__file__).resolve()), "--one", str(program),
-            str(stf) if stf else "-", str(golden_of(program)), "native" if native else "python"]
+            str(stf) if stf else "-", str(golden_of(program)), pipeline]
     env = dict(os.environ, PYTHONPATH=str(REPO))
     start = time.monotonic()
     try:
@@ -79,11 +81,11 @@ def run_one(program: Path, stf: Path | None, timeout: float, native: bool = Fals
     return result
 
 
-def one(program: Path, stf: Path | None, golden: Path | None, native: bool) -> None:
+def one(program: Path, stf: Path | None, golden: Path | None, pipeline: str) -> None:
     """Child process: run one test and print its result as one JSON line."""
     sys.path.insert(0, str(REPO))
     try:
-        out = _one(program, stf, golden, native)
+        out = _one(program, stf, golden, pipeline)
     except Exception as exc:  # a runner or compiler crash is a result too
         import traceback
 
@@ -94,7 +96,7 @@ def one(program: Path, stf: Path | None, golden: Path | None, native: bool) -> N
     print(json.dumps(out))
 
 
-def _one(program: Path, stf: Path | None, golden: Path | None, native: bool) -> dict:
+def _one(program: Path, stf: Path | None, golden: Path | None, pipeline: str) -> dict:
     from p4switch.compiler import P4CompileError, compile_program
     from p4switch.stf.parser import StfSyntaxError, parse_stf_file
     from p4switch.stf.runner import Outcome, StfResult, compile_failure, run_statements
@@ -109,7 +111,8 @@ def _one(program: Path, stf: Path | None, golden: Path | None, native: bool) -> 
         result = compile_failure(exc)
     else:
         p4info = p4info_status(program_.model, golden)
-        result = run_statements(program_, statements, native=native and stf is not None)
+        result = run_statements(program_, statements,
+                                pipeline=pipeline if stf is not None else "python")
     return {"outcome": result.outcome.value if stf else "NO-STF", "reason": result.reason,
             "messages": result.messages, "warnings": result.warnings, "p4info": p4info}
 
@@ -183,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     args_list = sys.argv[1:] if argv is None else argv
     if args_list[:1] == ["--one"]:
         stf = None if args_list[2] == "-" else Path(args_list[2])
-        one(Path(args_list[1]), stf, Path(args_list[3]), args_list[4:5] == ["native"])
+        one(Path(args_list[1]), stf, Path(args_list[3]), args_list[4])
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("p4c", type=Path, help="a p4c checkout (with testdata/)")
@@ -194,14 +197,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--filter", help="only programs whose name contains this")
     parser.add_argument("--p4info-all", action="store_true",
                         help="also compare the P4Info of every v1model sample without an STF")
-    parser.add_argument("--native", action="store_true",
-                        help="run the tests on the native pipeline (built with Cython and cc)")
+    parser.add_argument("--pipeline", choices=("python", "native", "c"), default="python",
+                        help="run the tests on this pipeline: native (Cython and cc) or c "
+                             "(p4switch/cdp, the C data plane)")
     args = parser.parse_args(args_list)
     tests = find_tests(args.p4c, args.filter, args.p4info_all)
     start = time.monotonic()
     results: list[dict] = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = [pool.submit(run_one, p, s, args.timeout, args.native) for p, s in tests]
+        futures = [pool.submit(run_one, p, s, args.timeout, args.pipeline) for p, s in tests]
         for future in concurrent.futures.as_completed(futures):
             r = future.result()
             results.append(r)

@@ -44,10 +44,18 @@ class _Member(ctypes.Structure):
     _fields_ = [("handle", ctypes.c_uint32), ("watch_port", ctypes.c_int64)]
 
 
+SOURCES = (C_DIR / "tables.c", C_DIR / "selector.c", C_DIR / "hashing.c")
+
+
 def library() -> ctypes.CDLL:
     """c/tables.c, c/selector.c and c/hashing.c, built once per content and compiler
     (NativeUnavailable: no compiler)."""
-    lib = load_library("tables", [C_DIR / "tables.c", C_DIR / "selector.c", C_DIR / "hashing.c"])
+    return configure(load_library("tables", list(SOURCES)))
+
+
+def configure(lib: ctypes.CDLL) -> ctypes.CDLL:
+    """The argument and result types of the SOURCES' functions in `lib`, a library built with
+    them."""
     ptr, u32, u64, size = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_size_t
     buf, i = ctypes.c_char_p, ctypes.c_int
     for name, args, res in (
@@ -81,8 +89,8 @@ class CTable:
     """A C match table with the key fields of a runtime Table (its `match_fields`). Entries come
     from the runtime, canonical and with their handles; each carries a caller's value."""
 
-    def __init__(self, fields: Sequence[MatchField]) -> None:
-        self._lib = library()
+    def __init__(self, fields: Sequence[MatchField], lib: ctypes.CDLL | None = None) -> None:
+        self._lib = lib or library()
         self.fields = list(fields)
         self._sizes = [(f.bitwidth + 7) // 8 for f in self.fields]
         spec = (_KeyField * len(self.fields))(
@@ -165,8 +173,8 @@ class CSelector:
     """An action selector's groups in C, by BMv2 group handle (`ActionProfile.group_handle`);
     `choose` gives the member handle `ActionProfile.select` takes the action of."""
 
-    def __init__(self) -> None:
-        self._lib = library()
+    def __init__(self, lib: ctypes.CDLL | None = None) -> None:
+        self._lib = lib or library()
         self._selector = self._lib.cdp_selector_new()
         if not self._selector:
             raise MemoryError("cdp_selector_new")

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from p4switch.runtime.errors import RuntimeApiError
 from p4switch.stf import compare
@@ -93,11 +93,18 @@ def compile_failure(exc) -> StfResult:
 
 
 def run_statements(program, statements: list[s.Statement],
-                   log: Callable[[str], None] | None = None, native: bool = False) -> StfResult:
-    """Run parsed statements against a compiled program (a `CompiledProgram`); `native`:
-    on its native pipeline (p4switch/native.py; raises NativeUnavailable if it cannot be
-    built)."""
-    run = _Run(program, log, native)
+                   log: Callable[[str], None] | None = None,
+                   pipeline: str = "python") -> StfResult:
+    """Run parsed statements against a compiled program (a `CompiledProgram`) on one of its
+    pipelines: "python", "native" (p4switch/native.py) or "c" (p4switch/cdp/pipeline.py).
+    Either of the last two raises NativeUnavailable when it cannot be built; a program the C
+    back end does not run is UNSUPPORTED on "c"."""
+    from p4switch.cdp.gen.program import CUnsupported
+
+    try:
+        run = _Run(program, log, pipeline)
+    except CUnsupported as exc:
+        return StfResult(Outcome.UNSUPPORTED, [str(exc)])
     try:
         for stmt in statements:
             try:
@@ -114,7 +121,7 @@ def run_statements(program, statements: list[s.Statement],
 
 
 class _Run:
-    def __init__(self, program, log: Callable[[str], None] | None, native: bool) -> None:
+    def __init__(self, program, log: Callable[[str], None] | None, pipeline: str) -> None:
         from p4switch.engine import EngineConfig
         from p4switch.runtime import RuntimeState
 
@@ -122,7 +129,12 @@ class _Run:
         self.state = RuntimeState(program.model)
         start = time.monotonic()
         config = EngineConfig(now_us=lambda: int((time.monotonic() - start) * 1e6), log=log)
-        self.engine = program.new_engine(self.state, config, native=native)
+        if pipeline == "c":
+            from p4switch.cdp.pipeline import CPipeline
+
+            self.engine: Any = CPipeline(program, self.state, config)
+        else:
+            self.engine = program.new_engine(self.state, config, native=pipeline == "native")
         self.log = log or (lambda line: None)
         self._cli: CliInterpreter | None = None
         self.ports: set[int] = set()

@@ -15,7 +15,9 @@ from .emitter import CEmitter
 from .types import CTypes
 
 if TYPE_CHECKING:
+    from .controls import CControlGen
     from .expr import CExprGen
+    from .externs import CExternGen
     from .stmt import CStmtGen
 
 # An extern method or function the statements or expressions of a stage may call, by
@@ -33,8 +35,12 @@ class CContext:
     in_parser: bool = False
     checked: int = 0  # stack accesses checked so far (parser: p4_checked sets `bad_index`)
     fail: Callable[[str], str] | None = None  # parser: the statement that stops with a code
+    applied: dict[int, tuple[str, str]] = field(default_factory=dict)  # id(apply call) ->
+    # the C locals of its hit flag and its action's number
+    controls: CControlGen | None = None  # while a control stage is generated
     expr: CExprGen = field(init=False)
     stmt: CStmtGen = field(init=False)
+    externs_gen: CExternGen = field(init=False)
 
     def error_code(self, name: str) -> int:
         return self.info.errors.index(name)

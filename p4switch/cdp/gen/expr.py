@@ -33,7 +33,7 @@ from p4switch.frontend.types import (
 )
 
 from .emitter import c_ident
-from .types import wide
+from .types import scalar_ctype, wide
 
 if TYPE_CHECKING:
     from .context import CContext
@@ -114,7 +114,13 @@ class CExprGen:
     def _x_Member(self, e: A.Member, env: Env) -> str:
         ref = e.ref
         if isinstance(e.expr, A.Call) and e.expr.kind == "table_apply":
-            raise UnsupportedConstruct(e.pos, "table apply results in C")
+            applied = self.ctx.applied.get(id(e.expr))
+            if applied is None:
+                raise UnsupportedConstruct(e.pos, "a table apply result here in C")
+            hit, act = applied
+            if e.name in ("hit", "miss", "action_run"):
+                return {"hit": f"({hit} != 0)", "miss": f"({hit} == 0)", "action_run": act}[e.name]
+            raise UnsupportedConstruct(e.pos, f"table apply result {e.name} in C")
         if isinstance(ref, tuple) and ref[0] == "stack":
             st = e.expr.type
             assert isinstance(st, StackType)  # the checker bound a stack member
@@ -157,7 +163,7 @@ class CExprGen:
         op, t = e.op, e.type
         for side in (e.left, e.right):
             self._scalar(side)
-            if isinstance(side.type, (StructType, StackType, TupleType)):
+            if scalar_ctype(side.type) is None and not isinstance(side.type, IntLit):
                 raise UnsupportedConstruct(e.pos, f"{op} on {side.type} in C")
         a, b = self.ex(e.left, env), self.ex(e.right, env)
         if op in ("&&", "||", "==", "!=", "<", ">", "<=", ">="):

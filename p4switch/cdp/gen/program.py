@@ -7,8 +7,10 @@ loaded for the tests.
 
 What the generated C exports:
 
-    int32_t cdp_parse(frame, len, port, instance_type, now_us, hdr, meta, sm, &payload_offset)
-        Engine._parse in C: fresh headers and metadata, standard_metadata's ingress fields,
+    int32_t cdp_parse(frame, len, port, instance_type, now_us, hdr, meta, sm, keep_meta,
+                      &payload_offset)
+        Engine._parse in C: fresh headers (and metadata, unless keep_meta: a resubmitted or
+        recirculated packet's preserved fields), standard_metadata's ingress fields,
         the parser, parser_error; returns the parser's status (0 accept, -1 reject, else the
         error's number).
     int64_t cdp_deparse(hdr, out, size)
@@ -36,17 +38,21 @@ from p4switch.frontend.types import Bits, StructType, Varbit
 
 from ..build import load_library
 from .context import CContext
+from .controls import STAGES, CControlGen, Layout
 from .deparser import CDeparserGen
+from .emitter import c_ident
 from .expr import CExprGen, dot, member
+from .externs import CExternGen
 from .parser import CParserGen
 from .stmt import CStmtGen
 from .types import Slot, dump_slots, nbytes
 
 PRELUDE = """\
-/* The P4 program {name} in C (p4switch/cdp/gen): its types, parser and deparser. */
+/* The P4 program {name} in C (p4switch/cdp/gen). */
 #include <stdint.h>
 #include <string.h>
 #include "p4bits.h"
+#include "pipeline.h"
 """
 
 
@@ -73,23 +79,33 @@ def program_info(program: CompiledProgram) -> ProgramInfo:
     return info
 
 
-def generate(info: ProgramInfo, name: str) -> str:
-    """The C source of a checked program's types, parser and deparser; CUnsupported names
-    what it cannot generate."""
+@dataclass(frozen=True)
+class GeneratedC:
+    """A program's C source, and what its state's numbers name (None: parser and deparser
+    only)."""
+
+    source: str
+    layout: Layout | None
+
+
+def generate(info: ProgramInfo, name: str, controls: bool = False) -> GeneratedC:
+    """The C source of a checked program's types, parser and deparser, and with `controls`
+    its control stages and the engine's `cdp_program`; CUnsupported names what it cannot
+    generate."""
     try:
-        return _generate(info, name)
+        return _generate(info, name, controls)
     except UnsupportedConstruct as e:
         raise CUnsupported(e.pos, e.what) from None
 
 
-def c_source(program: CompiledProgram) -> str:
-    """`generate` for a compiled program."""
-    return generate(program_info(program), program.name)
+def c_source(program: CompiledProgram, controls: bool = False) -> str:
+    """`generate`'s source for a compiled program."""
+    return generate(program_info(program), program.name, controls).source
 
 
-def _generate(info: ProgramInfo, name: str) -> str:
+def _generate(info: ProgramInfo, name: str, controls: bool) -> GeneratedC:
     ctx = CContext(info)
-    ctx.expr, ctx.stmt = CExprGen(ctx), CStmtGen(ctx)
+    ctx.expr, ctx.stmt, ctx.externs_gen = CExprGen(ctx), CStmtGen(ctx), CExternGen(ctx)
     parser, deparser = info.blocks.get("parser"), info.blocks.get("deparser")
     sm_t = info.types.get("standard_metadata_t")
     if not isinstance(parser, D.ParserDecl) or not isinstance(deparser, D.ControlDecl) or \
@@ -103,7 +119,91 @@ def _generate(info: ProgramInfo, name: str) -> str:
     CDeparserGen(ctx).generate(deparser, ctypes_["hdr"])
     slots = [s for role, t in roots.items() for s in dump_slots(t, (role,))]
     _gen_entry_points(ctx, roots, ctypes_, slots)
-    return "\n".join([PRELUDE.format(name=name), *ctx.types.decls, ctx.em.source()])
+    layout = None
+    if controls:
+        layout = Layout()
+        gen = CControlGen(ctx, layout)
+        ctx.controls, ctx.externs = gen, ctx.externs_gen.handlers()
+        for role in STAGES:
+            decl = info.blocks.get(role)
+            if not isinstance(decl, D.ControlDecl):
+                raise UnsupportedConstruct(None, f"V1Switch without a {role} control")
+            gen.generate(role, decl, ctypes_)
+        ctx.controls, ctx.externs = None, {}
+        _gen_program(ctx, roots, ctypes_)
+    source = "\n".join([PRELUDE.format(name=name), *ctx.types.decls, ctx.em.source()])
+    return GeneratedC(source, layout)
+
+
+# the standard metadata fields the engine reads and writes (enum cdp_sm_field's order)
+SM_FIELDS = ("ingress_port", "egress_spec", "egress_port", "instance_type", "packet_length",
+             "enq_timestamp", "enq_qdepth", "deq_timedelta", "deq_qdepth",
+             "ingress_global_timestamp", "egress_global_timestamp", "mcast_grp", "egress_rid",
+             "priority")
+
+
+def _gen_program(ctx: CContext, roots: dict[str, StructType], names: dict[str, str]) -> None:
+    """The engine's entry points (struct cdp_program): the parse with kept metadata, the field
+    lists, standard metadata by field."""
+    em = ctx.em
+    hdr, meta, sm = names["hdr"], names["meta"], names["sm"]
+    sm_fields = {n: t for n, t in roots["sm"].fields}
+    with em.function("static int32_t p4_engine_parse(const uint8_t *frame, uint32_t len, "
+                     "uint32_t port, uint32_t instance_type, uint64_t now_us, void *hdr, "
+                     "void *meta, void *sm, int keep_meta, uint32_t *payload_offset)"):
+        em.line("return cdp_parse(frame, len, port, instance_type, now_us, hdr, meta, sm, "
+                "keep_meta, payload_offset);")
+    with em.function("static void p4_preserve(uint32_t list, const void *meta_, void *fresh_)"):
+        em.line(f"const {meta} *meta = meta_;")
+        em.line(f"{meta} *fresh = fresh_;")
+        em.line("(void)meta; (void)fresh;")
+        with em.block("switch (list)"):
+            for index, fields in sorted(_field_lists(roots["meta"]).items()):
+                em.line(f"case {index}:")
+                for f in fields:
+                    em.line(f"    fresh->{c_ident(f)} = meta->{c_ident(f)};")
+                em.line("    break;")
+            em.line("default:")
+            em.line("    break;")
+    with em.function("static uint64_t p4_sm_get(const void *sm_, enum cdp_sm_field field)"):
+        em.line(f"const {sm} *sm = sm_;")
+        with em.block("switch (field)"):
+            for i, f in enumerate(SM_FIELDS):
+                if f in sm_fields:
+                    em.line(f"case {i}: return (uint64_t)sm->{c_ident(f)};")
+            em.line("default: return 0;")
+    with em.function("static void p4_sm_set(void *sm_, enum cdp_sm_field field, "
+                     "uint64_t value)"):
+        em.line(f"{sm} *sm = sm_;")
+        with em.block("switch (field)"):
+            for i, f in enumerate(SM_FIELDS):
+                if f in sm_fields:
+                    ctype = ctx.types.local(sm_fields[f])
+                    em.line(f"case {i}: sm->{c_ident(f)} = ({ctype})value; break;")
+            em.line("default: break;")
+    em.line("const struct cdp_program cdp_program_desc = {")
+    em.line(f"    sizeof({hdr}), sizeof({meta}), sizeof({sm}),")
+    em.line("    p4_engine_parse, p4_verify_checksum, p4_ingress, p4_egress, "
+            "p4_compute_checksum,")
+    em.line("    (int64_t (*)(const void *, uint8_t *, uint32_t))p4_deparser_v, p4_preserve, "
+            "p4_sm_get, p4_sm_set,")
+    em.line("};")
+
+
+def _field_lists(meta: StructType) -> dict[int, list[str]]:
+    """@field_list(i, ...) on user metadata fields -> {i: [P4 field names]} (as the compiler's
+    field lists)."""
+    lists: dict[int, list[str]] = {}
+    for fname, annos in meta.field_annotations.items():
+        for a in annos:
+            if a.name != "field_list":
+                continue
+            for part in a.body.split(","):
+                try:
+                    lists.setdefault(int(part.strip(), 0), []).append(fname)
+                except ValueError:
+                    continue
+    return lists
 
 
 def _gen_entry_points(ctx: CContext, roots: dict[str, StructType], names: dict[str, str],
@@ -113,12 +213,14 @@ def _gen_entry_points(ctx: CContext, roots: dict[str, StructType], names: dict[s
     sm_fields = {n for n, _ in roots["sm"].fields}
     with em.function(f"int32_t cdp_parse(const uint8_t *frame, uint32_t len, uint32_t port, "
                      f"uint32_t instance_type, uint64_t now_us, {hdr} *hdr, {meta} *meta, "
-                     f"{sm} *sm, uint32_t *payload_offset)"):
+                     f"{sm} *sm, int keep_meta, uint32_t *payload_offset)"):
         em.line("/* as Engine._parse: fresh headers and metadata, the ingress fields of */")
         em.line("/* standard_metadata, the parser; its error (not reject's) in parser_error */")
         em.line("int32_t status;")
-        for v in ("hdr", "meta", "sm"):
-            em.line(f"memset({v}, 0, sizeof *{v});")
+        em.line("memset(hdr, 0, sizeof *hdr);")
+        em.line("memset(sm, 0, sizeof *sm);")
+        em.line("if (!keep_meta)")
+        em.line("    memset(meta, 0, sizeof *meta);")
         for field, value in (("ingress_port", "port"), ("instance_type", "instance_type"),
                              ("packet_length", "len"),
                              ("ingress_global_timestamp", "now_us & UINT64_C(0xffffffffffff)")):
@@ -130,6 +232,9 @@ def _gen_entry_points(ctx: CContext, roots: dict[str, StructType], names: dict[s
             em.line("    sm->parser_error = (uint32_t)status;")
         em.line("return status;")
     with em.function(f"int64_t cdp_deparse(const {hdr} *hdr, uint8_t *out, uint32_t size)"):
+        em.line("return p4_deparser(hdr, out, size);")
+    with em.function("static int64_t p4_deparser_v(const void *hdr, uint8_t *out, "
+                     "uint32_t size)"):
         em.line("return p4_deparser(hdr, out, size);")
     total = sum(s.words for s in slots)
     with em.function(f"static void p4_dump(const {hdr} *hdr, const {meta} *meta, "
@@ -148,7 +253,7 @@ def _gen_entry_points(ctx: CContext, roots: dict[str, StructType], names: dict[s
         em.decls += [f"{hdr} hdr;", f"{meta} meta;", f"{sm} sm;", "uint32_t off;", "int64_t n;"]
         em.line(f"if (max_fields < {total})")
         em.line("    return -1;")
-        em.line("*status = cdp_parse(frame, len, port, 0, 0, &hdr, &meta, &sm, &off);")
+        em.line("*status = cdp_parse(frame, len, port, 0, 0, &hdr, &meta, &sm, 0, &off);")
         em.line("*payload_offset = off;")
         em.line("p4_dump(&hdr, &meta, &sm, fields);")
         em.line("n = p4_deparser(&hdr, out, out_size);")
@@ -193,7 +298,7 @@ class CProgram:
 
     def __init__(self, program: CompiledProgram, info: ProgramInfo | None = None):
         self.info = info if info is not None else program_info(program)
-        self.source = generate(self.info, program.name)
+        self.source = generate(self.info, program.name).source
         lib = load_library(f"p4gen_{program.name}", [], self.source)
         u32, u8p = ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint8)
         lib.cdp_parse_deparse.argtypes = [ctypes.c_char_p, u32, u32, u8p, u32,

@@ -1,9 +1,11 @@
 """Helpers for the compiler tests: compile a test program, run packets through the engine.
 
-Every test that takes the `switch` fixture runs twice: on the Python pipeline and on the native
-one (p4switch/native.py). The native test builds use -O0 (quick to build; the C compiler's
-optimisation does not change what the code computes); the lab's programs are tested at the
-shipped flags in tests/p4switch/test_native.py.
+Every test that takes the `switch` fixture runs three times: on the Python pipeline, on the
+native one (p4switch/native.py) and on the C data plane (p4switch/cdp/pipeline.py, skipped for
+a program the C back end does not run yet, and for the logs it does not write). The native and
+C test builds use -O0 (quick to build; the C compiler's optimisation does not change what the
+code computes); the lab's programs are tested at the shipped flags in
+tests/p4switch/test_native.py and tests/p4switch/cdp/test_pipeline.py.
 """
 
 from __future__ import annotations
@@ -38,7 +40,17 @@ class Switch:
         self.program = compiled(name)
         self.state = RuntimeState(self.program.model)
         self.logs: list[str] = []
-        config.setdefault("log", self.logs.append)
+        if pipeline != "c":  # the C data plane does not trace (a tracing switch runs Python)
+            config.setdefault("log", self.logs.append)
+        if pipeline == "c":
+            from p4switch.cdp.gen.program import CUnsupported
+            from p4switch.cdp.pipeline import CPipeline
+
+            try:
+                self.engine = CPipeline(self.program, self.state, EngineConfig(**config))
+            except CUnsupported as e:
+                pytest.skip(f"the C data plane does not run {name}: {e}")
+            return
         self.engine = self.program.new_engine(self.state, EngineConfig(**config),
                                               native=pipeline == "native")
         assert self.engine.pipeline == pipeline
@@ -50,8 +62,8 @@ class Switch:
         return self.state.tables[name]
 
 
-@pytest.fixture(params=["python", "native"])
+@pytest.fixture(params=["python", "native", "c"])
 def switch(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
-    if request.param == "native":
+    if request.param in ("native", "c"):
         monkeypatch.setenv(CFLAGS_ENV, "-O0")
     return functools.partial(Switch, pipeline=request.param)
