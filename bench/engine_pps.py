@@ -4,12 +4,13 @@ The lab's ECMP program (p4src/ecmp.p4) with a /24 route to a 4-member ECMP group
 source MACs and RoCEv2 traffic whose UDP source port varies per packet (so the selector hash,
 the flow hash and the checksum update all run). Prints pps for 64-byte and 1000-byte frames,
 by process CPU time (the one-core figure, robust to other load on the machine) and by
-wall-clock time, on the program's native pipeline (p4switch/native.py, built first) and its
-Python pipeline, interleaved `--rounds` times (the best round of each is printed) after
-checking that both emit the same frames.
+wall-clock time, on the program's native pipeline (p4switch/native.py, built first), its
+Python pipeline and its C data plane (p4switch/cdp/pipeline.py: the tables copied into C once,
+each packet then through one C call), interleaved `--rounds` times (the best round of each is
+printed) after checking that all emit the same frames.
 
     .venv/bin/python bench/engine_pps.py [--packets N] [--rounds R] [--program p4src/ecmp.p4]
-        [--pipelines native,python]
+        [--pipelines native,python,c]
 """
 
 from __future__ import annotations
@@ -45,8 +46,9 @@ def setup(path: Path):
     return populate(compile_program(path))
 
 
-def populate(program, native: bool = False):
-    """An engine of `program` with the bench's routes, ECMP group and source MACs."""
+def populate(program, pipeline: str = "python"):
+    """An engine of `program` with the bench's routes, ECMP group and source MACs, on
+    `pipeline` (python, native or c)."""
     state = RuntimeState(program.model)
     prof = state.action_profiles[routing.SELECTOR]
     for member in range(4):
@@ -60,7 +62,13 @@ def populate(program, native: bool = False):
         macs.insert(Entry(keys=(FieldMatch("exact", value=port),),
                           action=ActionCall(port_io.SOURCE_MAC_ACTION,
                                             (0x020000000100 + port,))))
-    return program.new_engine(state, EngineConfig(), native=native)
+    if pipeline == "c":
+        from p4switch.cdp.pipeline import CPipeline
+
+        engine = CPipeline(program, state, EngineConfig(), copy_each_packet=False)
+        engine.sync()
+        return engine
+    return program.new_engine(state, EngineConfig(), native=pipeline == "native")
 
 
 def measure(engine, size: int, count: int) -> tuple[float, float]:
@@ -82,24 +90,26 @@ def main() -> int:
     ap.add_argument("--packets", type=int, default=50_000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--program", type=Path, default=program_path("ecmp"))
-    ap.add_argument("--pipelines", default="native,python")
+    ap.add_argument("--pipelines", default="native,python,c")
     args = ap.parse_args()
     pipelines = [p for p in args.pipelines.split(",") if p]
-    if not pipelines or set(pipelines) - {"native", "python"} or args.rounds < 1:
-        ap.error("--pipelines: native, python or both; --rounds at least 1")
+    if not pipelines or set(pipelines) - {"native", "python", "c"} or args.rounds < 1:
+        ap.error("--pipelines: some of native, python, c; --rounds at least 1")
     program = compile_program(args.program)
     engines = {}
     for pipeline in pipelines:
         try:
-            engines[pipeline] = populate(program, native=pipeline == "native")
+            engines[pipeline] = populate(program, pipeline)
         except NativeUnavailable as exc:
-            print(f"{args.program.name}: no native pipeline: {exc}", file=sys.stderr)
+            print(f"{args.program.name}: no {pipeline} pipeline: {exc}", file=sys.stderr)
             return 1
     probe = [frame(size, 49152 + i) for size in (64, 1000) for i in range(64)]
-    if len(engines) == 2 and any(engines["native"].process(1, f) != engines["python"].process(1, f)
-                                 for f in probe):
-        print(f"{args.program.name}: the native and Python pipelines differ", file=sys.stderr)
-        return 1
+    first, *others = engines
+    for other in others:
+        if any(engines[first].process(1, f) != engines[other].process(1, f) for f in probe):
+            print(f"{args.program.name}: the {first} and {other} pipelines differ",
+                  file=sys.stderr)
+            return 1
     for size in (64, 1000):
         best: dict[str, tuple[float, float]] = {}
         for _ in range(args.rounds):
@@ -111,8 +121,10 @@ def main() -> int:
             print(f"{args.program.name} {pipeline:>6}: {size:5d}-byte frames: {cpu_pps:10,.0f} "
                   f"pps per CPU second ({1e6 / cpu_pps:.1f} us/packet), {wall_pps:10,.0f} pps "
                   "wall clock")
-        if len(best) == 2:
-            print(f"{args.program.name}: native / Python {best['native'][0] / best['python'][0]:.2f}")
+        for pipeline in ("native", "c"):
+            if pipeline in best and "python" in best:
+                print(f"{args.program.name}: {pipeline} / python "
+                      f"{best[pipeline][0] / best['python'][0]:.2f}")
     return 0
 
 

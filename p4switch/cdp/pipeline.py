@@ -4,12 +4,13 @@ c/engine.c) over the state of a RuntimeState:
     pipeline = CPipeline(program, state, EngineConfig(now_us=clock))
     pipeline.process(port, frame)        # as Engine.process: [(egress port, bytes), ...]
 
-The C state is the runtime's copy (`sync`): its tables with their entries and default actions,
-action profiles, multicast groups and clone sessions, registers and counters; after a packet
-the registers, counters and direct counters go back to the runtime (`write_back`), so the
-runtime answers reads as it does for the Python pipeline. The copy is whole on each call: this
-is the differential path of the tests (tests/p4switch/cdp/test_pipeline.py, the STF sweep's
-C column); the switch will keep the copy current write by write instead.
+Registers and counters have one home: C memory, which the runtime's arrays use from the moment
+the pipeline is made (`RegisterArray.share`, `CounterArray.share`). The rest is the runtime's,
+copied (`sync`): its tables with their entries and default actions, action profiles, multicast
+groups and clone sessions, the ports' states; after a packet the direct counters go back to
+the runtime's entries (`write_back`). By default each packet copies: the differential path of
+the tests (tests/p4switch/cdp/test_pipeline.py, the STF sweep's C column). `CEngine` (the
+switch's) copies when the runtime has changed.
 
 CUnsupported (from the generator) names what the C back end does not run; NativeUnavailable
 says there is no C compiler.
@@ -72,6 +73,7 @@ def program_library(program: CompiledProgram) -> tuple[ctypes.CDLL, Layout]:
     for name, args, res in (
             ("cdp_engine_new", [_ptr, _ptr, _u32], _ptr), ("cdp_engine_free", [_ptr], None),
             ("cdp_engine_set_clock", [_ptr, ctypes.c_int64], None),
+            ("cdp_engine_set_origin", [_ptr, _u64], None),
             ("cdp_engine_internal_errors", [_ptr], _u64),
             ("cdp_engine_set_group", [_ptr, _u32, ctypes.POINTER(_Copy), _u32], ctypes.c_int),
             ("cdp_engine_set_session", [_ptr, _u32, ctypes.c_int, ctypes.POINTER(_Copy), _u32],
@@ -93,7 +95,11 @@ class CPipeline:
     """A program's pipeline in C over a runtime's state (see the module's docstring)."""
 
     def __init__(self, program: CompiledProgram, state: RuntimeState,
-                 config: EngineConfig | None = None, seed: int = 0x9E3779B97F4A7C15) -> None:
+                 config: EngineConfig | None = None, seed: int = 0x9E3779B97F4A7C15,
+                 copy_each_packet: bool = True, origin: float | None = None) -> None:
+        """`copy_each_packet` False: the caller calls `sync` and `write_back`, and packets
+        run on the engine's clock: µs since `origin` (time.monotonic()), or since now."""
+        self.copy_each_packet = copy_each_packet
         self.state = state
         self.config = config or EngineConfig()
         if self.config.log is not None:
@@ -115,9 +121,10 @@ class CPipeline:
             members, selector = self._profiles[name]
             self._profile_structs[index].members = members._table
             self._profile_structs[index].selector = selector._selector
-        self._registers = {name: (_u64 * max(1, state.registers[name].size))()
+        self._registers = {name: (_u64 * state.registers[name].size)()
                            for name in layout.registers}
-        self._counters = {name: (_u64 * max(2, 2 * state.counters[name].size))()
+        self._counters = {name: ((_u64 * state.counters[name].size)(),
+                                 (_u64 * state.counters[name].size)())
                           for name in layout.counters}
         self._ports = PortStates(nports=MAX_PORTS)
         self._records: list[_Entry] = []
@@ -133,7 +140,8 @@ class CPipeline:
         regs = sorted(layout.registers, key=layout.registers.__getitem__)
         c.registers = _array(_ptr, [ctypes.addressof(self._registers[n]) for n in regs])
         counters = sorted(layout.counters, key=layout.counters.__getitem__)
-        c.counters = _array(_ptr, [ctypes.addressof(self._counters[n]) for n in counters])
+        c.counters = _array(_ptr, [ctypes.addressof(cells) for n in counters
+                                   for cells in self._counters[n]])
         c.ports_up, c.nports = self._ports.words, self._ports.nports
         c.drop_port, c.rng = self.config.drop_port, seed or 1
         self._keep = (c.tables, c.profiles, c.registers, c.counters)
@@ -142,8 +150,14 @@ class CPipeline:
                                           self.config.priority_queues)
         if not self._engine:
             raise MemoryError("cdp_engine_new")
+        if origin is not None:
+            lib.cdp_engine_set_origin(self._engine, int(origin * 1e9))
         self._out = ctypes.create_string_buffer(1 << 20)
         self._ports_out, self._lens = (_u32 * _FRAMES)(), (_u32 * _FRAMES)()
+        for name, cells in self._registers.items():  # one home for both planes
+            state.registers[name].share(cells)
+        for name, (packets, nbytes) in self._counters.items():
+            state.counters[name].share(packets, nbytes)
 
     def close(self) -> None:
         if getattr(self, "_engine", None):
@@ -179,13 +193,6 @@ class CPipeline:
             self._sync_profile(name)
         for p in range(self._ports.nports):
             self._ports.set(p, state.port_up is None or bool(state.port_up(p)))
-        for name, cells in self._registers.items():
-            for i in range(state.registers[name].size):
-                cells[i] = state.registers[name].get(i)
-        for name, cells in self._counters.items():
-            counter = state.counters[name]
-            for i in range(counter.size):
-                cells[2 * i], cells[2 * i + 1] = counter.read(i)
         self._sync_pre()
 
     def _record(self, action, profile) -> _Entry:
@@ -245,28 +252,20 @@ class CPipeline:
         self._pre_groups, self._pre_sessions = set(), set()
 
     def write_back(self) -> None:
-        """The runtime's registers, counters and direct counters := the C state's."""
-        state = self.state
-        for name, cells in self._registers.items():
-            for i in range(state.registers[name].size):
-                state.registers[name].set(i, cells[i])
-        for name, cells in self._counters.items():
-            counter = state.counters[name]
-            for i in range(counter.size):
-                counter.write(i, cells[2 * i], cells[2 * i + 1])
+        """The runtime's direct counters := the C state's (registers and counters are one
+        memory, the C plane's, which the runtime's arrays use from the start)."""
         for entry, record in self._entry_records:
             entry.direct_counter[:] = [record.packets, record.bytes]
 
     # ---- packets -------------------------------------------------------------------------------
     def ingress(self, port: int, data: bytes) -> list[CItem]:
         """Engine.ingress in C: the packets to enqueue."""
-        self.sync()
-        self._lib.cdp_engine_set_clock(self._engine, self.config.now_us())
+        self._before()
         data = bytes(data)
         head = _ptr(None)
         tail = _ptr(ctypes.addressof(head))
         self._lib.cdp_engine_ingress(self._engine, port, data, len(data), ctypes.byref(tail))
-        self.write_back()
+        self._after()
         return self._items(head)
 
     def egress(self, item: CItem, enq_timestamp: int = 0, enq_qdepth: int = 0,
@@ -276,8 +275,7 @@ class CPipeline:
         new packets to enqueue)."""
         if item.address is None:
             raise ValueError("this packet went through egress already")
-        self.sync()
-        self._lib.cdp_engine_set_clock(self._engine, self.config.now_us())
+        self._before()
         head = _ptr(None)
         tail = _ptr(ctypes.addressof(head))
         port = _u32()
@@ -285,9 +283,18 @@ class CPipeline:
                                         deq_qdepth, deq_timedelta, self._out, len(self._out),
                                         ctypes.byref(port), ctypes.byref(tail))
         item.address = None
-        self.write_back()
-        frames = [(int(port.value), self._out.raw[:n])] if n >= 0 else []
+        self._after()
+        frames = [(port.value, ctypes.string_at(self._out, n))] if n >= 0 else []
         return frames, self._items(head)
+
+    def _before(self) -> None:
+        if self.copy_each_packet:
+            self.sync()
+            self._lib.cdp_engine_set_clock(self._engine, self.config.now_us())
+
+    def _after(self) -> None:
+        if self.copy_each_packet:
+            self.write_back()
 
     def _items(self, head: ctypes.c_void_p) -> list[CItem]:
         items, at = [], head.value
@@ -298,27 +305,34 @@ class CPipeline:
 
     def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
         """Engine.process in C, on the runtime's state as it is now."""
-        self.sync()
-        self._lib.cdp_engine_set_clock(self._engine, self.config.now_us())
+        self._before()
         data = bytes(data)
         n = self._lib.cdp_engine_process(self._engine, port, data, len(data), self._out,
                                          len(self._out), self._ports_out, self._lens, _FRAMES)
-        self.write_back()
+        self._after()
         if n < 0:
             raise RuntimeError("cdp_engine_process: more frames than the output buffer holds")
-        frames, at = [], 0
-        raw = self._out.raw
+        frames, at = [], ctypes.addressof(self._out)
         for i in range(n):
-            frames.append((int(self._ports_out[i]), raw[at:at + self._lens[i]]))
+            frames.append((self._ports_out[i], ctypes.string_at(at, self._lens[i])))
             at += self._lens[i]
         return frames
 
 
+class _ItemHead(ctypes.Structure):  # the first fields of struct cdp_item
+    _fields_ = [("next", _ptr), ("egress_port", _u32), ("priority", _u32)]
+
+
 class CItem:
-    """A packet between the C ingress and egress (struct cdp_item), freed unless egress used
-    it."""
+    """A packet between the C ingress and egress (struct cdp_item): its queue, as Queued has
+    it; freed unless egress used it."""
+
+    __slots__ = ("_lib", "address", "egress_port", "priority")
 
     def __init__(self, address: int, lib: ctypes.CDLL) -> None:
+        head = _ItemHead.from_address(address)
+        self.egress_port: int = head.egress_port
+        self.priority: int = head.priority
         self.address: int | None = address
         self._lib = lib
 

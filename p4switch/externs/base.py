@@ -8,9 +8,10 @@ entity (Read/Write) and its runtime-CLI commands. `p4switch.externs.EXTERNS` lis
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Union
 
 from p4switch.runtime.cli_parsing import CliError
 from p4switch.runtime.errors import invalid, invalid_id, out_of_range, unimplemented
@@ -24,6 +25,10 @@ Declare = Callable[[Any, Any, str, list, "int | None", list, tuple], "str | None
 # (generator context, call, instance expression, env) -> expression or None (statement)
 MethodGen = Callable[[Any, Any, Any, Any], "str | None"]
 CliCommand = Callable[[Any, list[str]], None]
+
+
+# Where a register's or counter's values live: a list, or the C data plane's memory.
+Cells = Union[list[int], "ctypes.Array[ctypes.c_uint64]"]
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from p4switch import cpmodel as cp
 from p4switch.externs import direct_counter
 from p4switch.externs.base import (
+    Cells,
     ExternCodec,
     ExternKind,
     P4RuntimeEntity,
@@ -36,8 +37,8 @@ class CounterArray:
         self.name = name
         self.size = size
         self.unit = unit
-        self._packets = [0] * size
-        self._bytes = [0] * size
+        self._packets: Cells = [0] * size
+        self._bytes: Cells = [0] * size
 
     def count(self, index: int, nbytes: int) -> None:
         """Data plane: one packet of nbytes; an index out of range is ignored."""
@@ -65,6 +66,12 @@ class CounterArray:
         # in place: the generated code holds the lists (`_count`)
         self._packets[:] = [0] * self.size
         self._bytes[:] = [0] * self.size
+
+    def share(self, packets: Cells, nbytes: Cells) -> None:
+        """The counts live in `packets` and `nbytes` from now on (the C data plane's memory),
+        with their values; a pipeline made before keeps the old ones."""
+        packets[:], nbytes[:] = self._packets, self._bytes
+        self._packets, self._bytes = packets, nbytes
 
 
 # ---- declaration and generated code ---------------------------------------------------------

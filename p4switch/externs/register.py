@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from p4switch import cpmodel as cp
-from p4switch.externs.base import ExternCodec, ExternKind, P4RuntimeEntity, cli_index
+from p4switch.externs.base import Cells, ExternCodec, ExternKind, P4RuntimeEntity, cli_index
 from p4switch.frontend.diagnostics import UnsupportedConstruct
 from p4switch.p4info import ids
 from p4switch.runtime.cli_parsing import CliError
@@ -27,7 +27,7 @@ class RegisterArray:
         self.size = size
         self.signed = signed
         self._mask = (1 << width) - 1
-        self._cells = [0] * size
+        self._cells: Cells = [0] * size
 
     def read(self, index: int) -> int | None:
         if 0 <= index < self.size:
@@ -59,6 +59,12 @@ class RegisterArray:
 
     def reset(self) -> None:
         self._cells[:] = [0] * self.size  # in place: the generated code holds the list
+
+    def share(self, cells: Cells) -> None:
+        """The cells live in `cells` from now on (the C data plane's memory), with their
+        values; a pipeline made before keeps the old ones."""
+        cells[:] = self._cells
+        self._cells = cells
 
 
 # ---- declaration and generated code ---------------------------------------------------------

@@ -100,6 +100,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         for update in request.updates:  # locked per update: big batches do not stall packets
             try:
                 with lock:
+                    self.device.note_write()
                     pipeline.codec.write(update)
                 results.append(None)
             except RuntimeApiError as exc:

@@ -6,7 +6,12 @@ hold it per write, so a packet never sees a half-applied update.
 Which pipeline runs a program (`--pipeline`): `native`, its stages compiled to native code
 (p4switch/native.py; built now if not yet kept, an error if it cannot be built); `python`,
 the generated Python; `auto` (the default), native when that build is already kept (p4switch-
-compile --native and `make setup` build it), else Python, never waiting for a build.
+compile --native and `make setup` build it), else Python, never waiting for a build; `c`, the
+C data plane (p4switch/cdp/engine.py), built now, or, for a program it does not run (or a
+switch that logs packets), what `auto` picks, with the reason logged.
+
+Every write to the runtime's state (P4Runtime, the runtime CLI, a link going up or down)
+calls `note_write`, so a pipeline that keeps a copy of the state (the C one) knows to renew it.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-PIPELINES = ("auto", "native", "python")
+PIPELINES = ("auto", "native", "python", "c")
 log = logging.getLogger("p4switch.device")
 
 
@@ -71,7 +76,12 @@ class Device:
         self.state: Any = None
         self.engine: Any = None
         self.generation = 0  # bumped by every install
+        self.writes = 0  # bumped by every write to the state (note_write)
         self._listeners: list[Callable[[], None]] = []
+
+    def note_write(self) -> None:
+        """The runtime's state was written (under the lock)."""
+        self.writes += 1
 
     def now_us(self) -> int:
         return int((time.monotonic() - self.start) * 1e6)
@@ -91,7 +101,11 @@ class Device:
     def _engine(self, program: Any, state: Any, config: Any) -> Any:
         from p4switch import native
 
-        if self.pipeline == "auto" and not native.kept(program.native_source):
+        if self.pipeline == "c":
+            engine = self._c_engine(program, state, config)
+            if engine is not None:
+                return engine
+        if self.pipeline in ("auto", "c") and not native.kept(program.native_source):
             log.info("program %s: Python pipeline (its native pipeline is not built: "
                      "p4switch-compile --native builds it)", program.name)
         elif self.pipeline != "python":
@@ -109,6 +123,24 @@ class Device:
         else:
             log.info("program %s: Python pipeline (--pipeline python)", program.name)
         return program.new_engine(state, config)
+
+    def _c_engine(self, program: Any, state: Any, config: Any) -> Any:
+        """The C data plane's engine, or None (the reason logged) where it cannot run."""
+        from p4switch.cdp.engine import CEngine
+        from p4switch.cdp.gen.program import CUnsupported
+        from p4switch.native import NativeUnavailable
+
+        if config.log is not None:
+            log.warning("program %s: not on the C data plane: it does not log packets "
+                        "(this switch logs at info level or below)", program.name)
+            return None
+        try:
+            engine = CEngine(program, state, config, lambda: self.writes, self.start)
+        except (CUnsupported, NativeUnavailable) as exc:
+            log.warning("program %s: not on the C data plane: %s", program.name, exc)
+            return None
+        log.info("program %s: C data plane", program.name)
+        return engine
 
     def install(self, program: Any, state: Any = None, engine: Any = None) -> None:
         """Make `program` the running one (building state and engine unless given)."""

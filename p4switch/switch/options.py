@@ -2,7 +2,7 @@
 
     p4switch -i 1@s1-eth1 -i 2@s1-eth2 --device-id 1 [--cpu-port N] [--priority-queues N]
              [--pcap [DIR]] [--log-console] [--log-level LEVEL] [--drop-port N]
-             [--thrift-port N] [--pipeline auto|native|python]
+             [--thrift-port N] [--pipeline auto|native|python|c]
              (PROGRAM | --no-p4) [-- --grpc-server-addr ADDR ...]
 
 As in BMv2, target options (`--grpc-server-addr`, `--cpu-port`, `--drop-port`,
@@ -55,7 +55,7 @@ class SwitchOptions:
     grpc_addr: str = DEFAULT_GRPC_ADDR
     pfc: bool = True  # p4switch-only: honour received PFC frames in the traffic manager
     pfc_link_mbps: float | None = None  # rate PFC quanta refer to (default: interface speed)
-    pipeline: str = "auto"  # p4switch-only: native, python, or auto (device.py)
+    pipeline: str = "auto"  # p4switch-only: native, python, c or auto (device.py)
 
 
 def _interface(text: str) -> tuple[int, str]:
@@ -110,7 +110,8 @@ def main_parser() -> argparse.ArgumentParser:
                      "speed; set it to the emulated rate of shaped links)")
     pfc.add_argument("--pipeline", choices=PIPELINES, default="auto",
                      help="run programs compiled to native code, or as Python; auto (default): "
-                     "native when already built (p4switch-compile --native), else Python")
+                     "native when already built (p4switch-compile --native), else Python; c: "
+                     "the C data plane where it runs the program, else as auto")
     p.add_argument("program", nargs="?", metavar="PROGRAM",
                    help=".p4 source or p4switch-compile device config (*.p4switch.json)")
     return p

@@ -167,6 +167,8 @@ class Switch:
     def _on_port_change(self, port: int, up: bool) -> None:
         log.info("port %d (%s) is %s", port, self.opts.interfaces.get(port, "?"),
                  "UP" if up else "DOWN")
+        if self.dataplane is not None:  # action selectors watch ports
+            self.dataplane.device.note_write()
 
     @property
     def stop_requested(self) -> bool:

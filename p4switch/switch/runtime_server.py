@@ -215,6 +215,7 @@ class RuntimeCommandServer:
         if not argv:
             return ""
         with self.device.lock:
+            self.device.note_write()  # most commands write; a copy of the state is renewed
             interp = self._interpreter()
             if argv[0] in SwitchCommands.NAMES and (
                     interp is None or argv[0] not in SwitchCommands.INTERPRETER_FIRST):

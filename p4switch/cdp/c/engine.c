@@ -79,6 +79,11 @@ void cdp_engine_set_clock(struct cdp_engine *eng, int64_t fixed_now_us)
     eng->fixed_now = fixed_now_us;
 }
 
+void cdp_engine_set_origin(struct cdp_engine *eng, uint64_t origin_ns)
+{
+    eng->start_ns = origin_ns;
+}
+
 uint64_t cdp_engine_internal_errors(const struct cdp_engine *eng)
 {
     return eng->internal_errors;

@@ -47,11 +47,13 @@ struct cdp_copies {
 
 struct cdp_engine;
 
-/* NULL if out of memory. `now_us` < 0: the engine's own clock (µs since it was made). */
+/* NULL if out of memory. Its clock: µs since it was made, unless set otherwise. */
 struct cdp_engine *cdp_engine_new(const struct cdp_program *program, struct cdp_state *state,
                                   uint32_t priority_queues);
 void cdp_engine_free(struct cdp_engine *eng);
 void cdp_engine_set_clock(struct cdp_engine *eng, int64_t fixed_now_us);
+/* The clock's zero: CLOCK_MONOTONIC's `origin_ns` (the switch's start). */
+void cdp_engine_set_origin(struct cdp_engine *eng, uint64_t origin_ns);
 uint64_t cdp_engine_internal_errors(const struct cdp_engine *eng);
 
 /* Set (count > 0), or remove (count 0), a multicast group or a clone session; -1 if out of

@@ -43,7 +43,7 @@ struct cdp_state {
     struct cdp_entry **defaults; /* a table's default action (NULL: none runs on a miss) */
     struct cdp_profile **profiles;
     uint64_t **registers;        /* each register's cells, one word each */
-    uint64_t **counters;         /* each counter's cells: packets, bytes for each index */
+    uint64_t **counters;         /* counter k: its packets at 2k, its bytes at 2k + 1 */
     const uint64_t *ports_up;    /* the selector's port-up bitmap */
     uint32_t nports;
     uint32_t drop_port;

@@ -336,9 +336,9 @@ class CExternGen:
         at = em.declare("uint64_t", "ci")
         em.line(f"{at} = (uint64_t){self._ex(index, env)};")
         with em.block(f"if ({at} < {size})"):
-            cells = f"st->counters[{controls.counter(obj, env)}]"
-            em.line(f"{cells}[2 * {at}] += 1;")
-            em.line(f"{cells}[2 * {at} + 1] += ctx->length;")
+            k = controls.counter(obj, env)
+            em.line(f"st->counters[{2 * k}][{at}] += 1;")
+            em.line(f"st->counters[{2 * k + 1}][{at}] += ctx->length;")
         return ""
 
 

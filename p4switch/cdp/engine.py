@@ -1,0 +1,73 @@
+"""The switch's engine on the C data plane: Engine's interface (ingress, egress_frame, egress,
+process, internal_errors), which the data-plane loop (p4switch/switch/dataplane.py) calls, over
+a CPipeline.
+
+Registers and counters are one memory for the runtime and C (`CPipeline`). Tables, action
+profiles, the PRE and the ports' states are copied into C when the runtime has changed since
+the last copy: `changes()` counts the device's writes (P4Runtime, the runtime CLI, link
+changes), and every packet compares it first, under the device lock the writers hold too.
+
+What it does not do: trace packets or print log_msg() (a switch that logs runs the Python
+pipeline), direct counters (P4Runtime reads them from the runtime's entries), and whatever
+the C back end refuses (CUnsupported).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from p4switch.compiler import CompiledProgram
+from p4switch.engine import EngineConfig
+from p4switch.runtime import RuntimeState
+
+from .gen.program import CUnsupported
+from .pipeline import CItem, CPipeline
+
+
+class CEngine:
+    """Engine's interface for the switch, on the C data plane."""
+
+    pipeline = "c"
+
+    def __init__(self, program: CompiledProgram, state: RuntimeState, config: EngineConfig,
+                 changes: Callable[[], int], origin: float | None = None) -> None:
+        direct = [t.name for t in state.tables.values() if t.model.direct_counter]
+        if direct:
+            raise CUnsupported(None, f"direct counters on the switch (table {direct[0]})")
+        self.state = state
+        self.config = config
+        self._c = CPipeline(program, state, config, copy_each_packet=False, origin=origin)
+        self._changes = changes
+        self._copied: int | None = None
+
+    def _current(self) -> None:
+        seen = self._changes()
+        if seen != self._copied:
+            self._c.sync()
+            self._copied = seen
+
+    @property
+    def internal_errors(self) -> int:
+        return self._c.internal_errors
+
+    def ingress(self, port: int, data: bytes) -> list[CItem]:
+        self._current()
+        return self._c.ingress(port, data)
+
+    def egress_frame(self, item: CItem, enq_timestamp: int = 0, enq_qdepth: int = 0,
+                     deq_qdepth: int = 0, deq_timedelta: int = 0
+                     ) -> tuple[bytes | None, Sequence[CItem]]:
+        self._current()
+        frames, more = self._c.egress(item, enq_timestamp, enq_qdepth, deq_qdepth,
+                                      deq_timedelta)
+        return (frames[0][1] if frames else None), more
+
+    def egress(self, item: CItem, enq_timestamp: int = 0, enq_qdepth: int = 0,
+               deq_qdepth: int = 0, deq_timedelta: int = 0
+               ) -> tuple[list[tuple[int, bytes]], list[CItem]]:
+        self._current()
+        return self._c.egress(item, enq_timestamp, enq_qdepth, deq_qdepth, deq_timedelta)
+
+    def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
+        self._current()
+        return self._c.process(port, data)
