@@ -34,10 +34,10 @@ minute after the pause ended; the agent therefore uses `paused_share` of the con
 (default 1/10), which must stay below what the downstream queue drains for the pause to relieve
 it. The result is lossless as long as the headroom holds, but it is rate limiting, not a pause:
 the queue trickles during the pause and drains slowly for up to depth / paused rate after it.
-The runtime CLI is one long-lived `simple_switch_CLI` per switch, so a pause applies within a
-few milliseconds of the frame. `paused_time` is the time each queue spent at the paused rate
-(BMv2 reports no pause state of its own). p4switch honours pause in its traffic manager at the
-port and needs no agent.
+The runtime CLI is one long-lived `simple_switch_CLI` per switch, started before the agents
+serve, so a pause (the first one too) applies within a few milliseconds of the frame.
+`paused_time` is the time each queue spent at the paused rate (BMv2 reports no pause state of
+its own). p4switch honours pause in its traffic manager at the port and needs no agent.
 """
 
 from __future__ import annotations
@@ -292,8 +292,10 @@ class PauseAgents:
         self._stop = threading.Event()
         self.agents: dict[str, PauseAgent] = {}
         self._threads = []
+        self._channels: list[RuntimeCli] = []
         for name, client in ctl.clients.items():
             channel = channels[name]
+            self._channels.append(channel)
 
             def set_rate(port: int, prio: int, pps: int, ch: RuntimeCli = channel) -> None:
                 ch.command(f"set_queue_rate {int(pps)} {port} {prio}")
@@ -319,6 +321,10 @@ class PauseAgents:
         return [f"{name}: {err}" for name, agent in self.agents.items() for err in agent.errors]
 
     def start(self) -> PauseAgents:
+        """Serve once every agent's runtime CLI is up: a CLI started by the first pause would
+        hold that pause back for its start-up (~0.5 s for BMv2's, seconds on a busy machine)."""
+        for channel in self._channels:
+            channel.connect()
         for thread in self._threads:
             thread.start()
         return self

@@ -10,8 +10,9 @@
   The CLI reads the pipeline's JSON when it starts, so open it after the pipeline is set (and
   reopen it after a new one).
 
-Both connect on the first command, are thread-safe, and raise RuntimeCliError naming the
-command and the switch's CLI port when a command fails or the switch cannot be reached:
+Both connect on the first command or on `connect()`, are thread-safe, and raise
+RuntimeCliError naming the command and the switch's CLI port when a command fails or the
+switch cannot be reached:
 
     with target.cli(sw.thrift_port) as cli:
         cli.batch(["set_queue_depth 64 1", "set_queue_rate 1000 1"])
@@ -54,12 +55,23 @@ class RuntimeCli(ABC):
         self._lock = threading.Lock()
 
     @abstractmethod
+    def _connect(self) -> None:
+        """Connect when not connected (the lock held)."""
+
+    @abstractmethod
     def _send(self, line: str) -> str:
         """Run one command (the lock held), connecting first when not connected."""
 
     @abstractmethod
     def _disconnect(self) -> None:
         """Drop the connection (the lock held); the next command connects again."""
+
+    def connect(self) -> RuntimeCli:
+        """Connect now rather than on the first command (BMv2's CLI takes ~0.5 s to start,
+        seconds on a busy machine); RuntimeCliError if the switch cannot be reached."""
+        with self._lock:
+            self._connect()
+        return self
 
     def command(self, line: str) -> str:
         if "\n" in line:
@@ -101,13 +113,16 @@ class SocketCli(RuntimeCli):
         self._sock: socket.socket | None = None
         self._file: io.BufferedIOBase | None = None  # set and cleared together with _sock
 
-    def _send(self, line: str) -> str:
+    def _connect(self) -> None:
         if self._sock is None:
             try:
                 self._sock = socket.create_connection(("127.0.0.1", self.port), self.timeout)
             except OSError as err:
                 raise RuntimeCliError(f"runtime CLI on port {self.port}: {err}") from None
             self._file = self._sock.makefile("rwb")
+
+    def _send(self, line: str) -> str:
+        self._connect()
         assert self._file is not None  # opened together with the socket
         try:
             self._file.write(line.encode() + b"\n")
@@ -172,11 +187,14 @@ class ProcessCli(RuntimeCli):
         out, _, self._buffer = self._buffer.partition(self.PROMPT)
         return out.decode(errors="replace")
 
-    def _send(self, line: str) -> str:
+    def _connect(self) -> None:
         if self._proc is not None and self._proc.poll() is not None:
             self._disconnect()  # the CLI exited since the last command: start another
         if self._proc is None:
             self._start()
+
+    def _send(self, line: str) -> str:
+        self._connect()
         proc = self._proc
         assert proc is not None and proc.stdin is not None  # _start() set it, with stdin=PIPE
         try:

@@ -10,6 +10,7 @@ import pytest
 
 from experiments.framework.telemetry import REGISTERS, parse_cli_values, telemetry_cell
 from targets import BMV2, P4SWITCH, RuntimeCliError
+from targets.runtime_cli import ProcessCli
 from tests.ports import loose_port
 from tests.targets.conftest import Running
 
@@ -69,6 +70,22 @@ def test_bmv2_cli_is_one_process_started_again_when_it_dies(tmp_path) -> None:
         assert cli._proc is None
 
 
+def test_connect_opens_the_client_before_the_first_command(switch: Running) -> None:
+    cli = switch.target.cli(switch.model.thrift_port)
+
+    def opened() -> object:
+        return cli._proc if isinstance(cli, ProcessCli) else getattr(cli, "_sock", None)
+
+    try:
+        assert cli.connect() is cli
+        first = opened()
+        assert first is not None
+        assert cli.command("set_queue_rate 100 1") == ""
+        assert opened() is first  # the command went over the connection connect() opened
+    finally:
+        cli.close()
+
+
 @pytest.mark.parametrize("target", [pytest.param(P4SWITCH, id="p4switch"),
                                     pytest.param(BMV2, id="bmv2", marks=pytest.mark.bmv2)])
 def test_without_a_switch_the_error_says_why(target) -> None:
@@ -76,4 +93,6 @@ def test_without_a_switch_the_error_says_why(target) -> None:
     cli = target.cli(port, timeout=5.0)
     with pytest.raises(RuntimeCliError, match=f"runtime CLI on port {port}"):
         cli.command("help")
+    with pytest.raises(RuntimeCliError, match=f"runtime CLI on port {port}"):
+        cli.connect()
     cli.close()
