@@ -216,16 +216,16 @@ class StmtChecker(CheckerParts):
             k.type = t
 
     def _check_keyset_fits(self, p: A.Expr, target: P4Type) -> None:
-        """An `int` keyset constant too large for the key's bit<W> (or outside int<W>) is an
-        error where p4c wraps it with a warning ("value does not fit"), e.g. `200 .. 300` on
-        bit<8> becomes the empty 200 .. 44. A negative one on bit<W> is converted, as p4c
-        converts it."""
+        """An `int` keyset constant that does not fit the key's W bits is an error where p4c
+        wraps it with a warning ("value does not fit"), e.g. `200 .. 300` on bit<8> becomes
+        the empty 200 .. 44. Fitting means -2**(W-1) <= v < 2**W: a negative one on bit<W>
+        is converted, and one of W bits on int<W> (a sign-bit mask, 0x80 on int<8>) is its
+        two's complement, as p4c converts them."""
         v = p.const
         if not (isinstance(target, Bits) and isinstance(p.type, IntLit) and isinstance(v, int)):
             return
         w = target.width
-        lo, hi = (-(1 << (w - 1)), 1 << (w - 1)) if target.signed and w else (None, 1 << w)
-        if v >= hi or (lo is not None and v < lo):
+        if not (-(1 << max(w - 1, 0)) <= v < 1 << w):
             self.err(p.pos, f"keyset: value {v} does not fit in {target}")
 
     # ---- tables --------------------------------------------------------------------------

@@ -197,3 +197,5 @@ def test_keyset_constants_that_fit_the_key_compile():
     prog = compile_source(select_program(cases), "prog.p4")
     assert "== 255" in prog.python_source
     compile_source(select_program("        (-128 .. 127, 0): accept;\n", "int<8>"), "prog.p4")
+    # W bits on int<W> are its two's complement (a sign-bit mask), as p4c converts them
+    compile_source(select_program("        (0x80 &&& 0x80, 0): accept;\n", "int<8>"), "prog.p4")
