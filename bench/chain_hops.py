@@ -12,7 +12,7 @@ woken with work; involuntary: preempted), and the loss.
     sudo .venv/bin/python bench/chain_hops.py [--switches 4] [--rates 1000,4000]
         [--size 1000] [--seconds 4] [--program ecmp] [--target p4switch|bmv2|c-forward]
         [--htb MBPS]
-        [--per-process K] [--pipeline native|python]
+        [--per-process K] [--pipeline native|python|c]
 
 `--target c-forward` puts in each switch's place a forwarder written in C on the C data
 plane's ring loop (p4switch/cdp/forward.py: port 1 to port 2 and back, no P4 program): the
@@ -78,7 +78,7 @@ def main() -> int:
     p.add_argument("--size", type=int, default=1000, help="frame bytes")
     p.add_argument("--seconds", type=float, default=4.0)
     p.add_argument("--program", default="ecmp")
-    p.add_argument("--pipeline", default="native", choices=("native", "python"),
+    p.add_argument("--pipeline", default="native", choices=("native", "python", "c"),
                    help="p4switch's pipeline (the native one is built first)")
     p.add_argument("--target", default="p4switch", choices=("p4switch", "bmv2", "c-forward"))
     p.add_argument("--per-process", type=int, default=1, metavar="K",

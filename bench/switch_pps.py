@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Benchmark: p4switch against BMv2 (`simple_switch_grpc`), same harness, same programs.
 
-p4switch runs twice: its native pipeline (`--pipeline native`, built first: p4switch/native.py)
-and its Python pipeline (`--pipeline python`); `--pipelines` picks either.
+p4switch runs on its native pipeline (`--pipeline native`, built first: p4switch/native.py),
+its Python pipeline (`--pipeline python`) and its C data plane's engine in the Python loop
+(`--pipeline c`); `--pipelines` picks among them.
 
 Two host namespaces, each linked by a veth pair to a switch port; the switch routes 10.0.2.0/24
 from port 1 to port 2 through the ECMP selector (a one-member group), programmed over P4Runtime.
@@ -73,6 +74,7 @@ DEFAULT_RATES = "5000,10000,15000,20000,25000,30000,40000,50000,60000,70000,8000
 # the columns: (target, its extra options)
 VARIANTS = {"native": ("p4switch", ("--pipeline", "native")),
             "python": ("p4switch", ("--pipeline", "python")),
+            "c": ("p4switch", ("--pipeline", "c")),
             "bmv2": ("bmv2", ())}
 TICKS = os.sysconf("SC_CLK_TCK")
 LATENCY_GAP_US = 5000
@@ -265,12 +267,12 @@ def _ratio(a: dict[str, float] | str | None, b: dict[str, float] | str | None, k
 
 def report(program: str, size: int, figures: dict[str, dict[str, float] | str],
            forwarder: dict[str, float] | None, kernel: dict[str, float] | None) -> None:
-    """The table for one program and frame size: p4switch native and Python, BMv2, the C
+    """The table for one program and frame size: p4switch native, Python and C, BMv2, the C
     forwarder, the kernel's redirect, and their ratios."""
-    a, py, b = (figures.get(v) for v in ("native", "python", "bmv2"))
-    columns = [("native", a), ("python", py), ("BMv2", b), ("C forwarder", forwarder),
+    a, py, c, b = (figures.get(v) for v in ("native", "python", "c", "bmv2"))
+    columns = [("native", a), ("python", py), ("c", c), ("BMv2", b), ("C forwarder", forwarder),
                ("kernel", kernel)]
-    ratios = [("native/python", a, py), ("native/BMv2", a, b), ("python/BMv2", py, b),
+    ratios = [("native/python", a, py), ("native/BMv2", a, b), ("c/BMv2", c, b),
               ("native/C fwd", a, forwarder), ("native/kernel", a, kernel)]
     print(f"\n{program}.p4, {size} B frames")
     print(f"  {'':34}" + "".join(f"{name:>15}" for name, _ in columns)
@@ -332,7 +334,7 @@ def main() -> int:
     p.add_argument("--flood", type=float, default=3.0, help="seconds of the flood run")
     p.add_argument("--latency", type=float, default=2.0, help="seconds of stamped frames")
     p.add_argument("--pipelines", default="native,python",
-                   help="p4switch's pipelines to measure (native, python or both)")
+                   help="p4switch's pipelines to measure (some of native, python, c)")
     p.add_argument("--no-kernel", action="store_true",
                    help="skip the kernel's own limit (tc mirred redirect)")
     p.add_argument("--no-c-forward", action="store_true",
@@ -347,10 +349,10 @@ def main() -> int:
     from mechanisms import program_path
 
     pipelines = [v for v in args.pipelines.split(",") if v]
-    if not pipelines or set(pipelines) - {"native", "python"}:
-        p.error(f"--pipelines: native, python or both, got {args.pipelines!r}")
+    if not pipelines or set(pipelines) - {"native", "python", "c"}:
+        p.error(f"--pipelines: some of native, python, c, got {args.pipelines!r}")
     variants = [*pipelines, "bmv2"]
-    missing = {"native": "", "python": "", "bmv2": bmv2_missing()}
+    missing = {"native": "", "python": "", "c": "", "bmv2": bmv2_missing()}
     bench = Bench()
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
     try:

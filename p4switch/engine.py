@@ -307,6 +307,10 @@ class Engine:
         return self._replicate(item.hdr._copy(), self._preserved(item.meta, flist), sm,
                                item.payload, item.length, None, targets, 0)
 
+    def publish(self) -> None:
+        """Make what the control plane reads current: nothing to do here, the Python pipeline
+        counts in the runtime's own objects (the C data plane's engine copies back)."""
+
     # ---- convenience ---------------------------------------------------------------------
     def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
         """The whole pipeline with zero-time unbounded FIFO queues (for STF and tests).

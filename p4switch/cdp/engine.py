@@ -6,10 +6,11 @@ Registers and counters are one memory for the runtime and C (`CPipeline`). Table
 profiles, the PRE and the ports' states are copied into C when the runtime has changed since
 the last copy: `changes()` counts the device's writes (P4Runtime, the runtime CLI, link
 changes), and every packet compares it first, under the device lock the writers hold too.
+Direct counters count in C; `publish` copies them to the runtime's entries, which the device
+calls before every read and every write of the control plane.
 
 What it does not do: trace packets or print log_msg() (a switch that logs runs the Python
-pipeline), direct counters (P4Runtime reads them from the runtime's entries), and whatever
-the C back end refuses (CUnsupported).
+pipeline), and whatever the C back end refuses (CUnsupported).
 """
 
 from __future__ import annotations
@@ -31,9 +32,6 @@ class CEngine:
 
     def __init__(self, program: CompiledProgram, state: RuntimeState, config: EngineConfig,
                  changes: Callable[[], int], origin: float | None = None) -> None:
-        direct = [t.name for t in state.tables.values() if t.model.direct_counter]
-        if direct:
-            raise CUnsupported(None, f"direct counters on the switch (table {direct[0]})")
         self.state = state
         self.config = config
         self._c = CPipeline(program, state, config, copy_each_packet=False, origin=origin)
@@ -45,6 +43,11 @@ class CEngine:
         if seen != self._copied:
             self._c.sync()
             self._copied = seen
+
+    def publish(self) -> None:
+        """The direct counters of the runtime's entries := C's (before the control plane reads
+        or writes them: Device.publish, Device.note_write)."""
+        self._c.write_back()
 
     @property
     def internal_errors(self) -> int:

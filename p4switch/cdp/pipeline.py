@@ -85,7 +85,10 @@ def program_library(program: CompiledProgram) -> tuple[ctypes.CDLL, Layout]:
              _u32),
             ("cdp_engine_egress", [_ptr, _ptr, _u64, _u64, _u64, _u64, ctypes.c_char_p, _u32,
                                    ctypes.POINTER(_u32), ctypes.POINTER(_ptr)], ctypes.c_int64),
-            ("cdp_item_free", [_ptr], None)):
+            ("cdp_item_free", [_ptr], None),
+            ("cdp_engine_digest", [_ptr, ctypes.POINTER(_u32), ctypes.POINTER(_u64), _u32],
+             ctypes.c_int32),
+            ("cdp_engine_digests_lost", [_ptr], _u64)):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, res
     return lib, generated.layout
@@ -152,6 +155,8 @@ class CPipeline:
             raise MemoryError("cdp_engine_new")
         if origin is not None:
             lib.cdp_engine_set_origin(self._engine, int(origin * 1e9))
+        self._digest_names = sorted(layout.digests, key=layout.digests.__getitem__)
+        self._digest_number, self._digest_values = _u32(), (_u64 * 32)()  # CDP_DIGEST_FIELDS
         self._out = ctypes.create_string_buffer(1 << 20)
         self._ports_out, self._lens = (_u32 * _FRAMES)(), (_u32 * _FRAMES)()
         for name, cells in self._registers.items():  # one home for both planes
@@ -170,6 +175,11 @@ class CPipeline:
     @property
     def internal_errors(self) -> int:
         return int(self._lib.cdp_engine_internal_errors(self._engine))
+
+    @property
+    def digests_lost(self) -> int:
+        """Digests the engine had no room for (the control plane took none for too long)."""
+        return int(self._lib.cdp_engine_digests_lost(self._engine))
 
     # ---- the runtime's state, copied -----------------------------------------------------------
     def sync(self) -> None:
@@ -295,6 +305,15 @@ class CPipeline:
     def _after(self) -> None:
         if self.copy_each_packet:
             self.write_back()
+        if self._digest_names:
+            self._hand_over_digests()
+
+    def _hand_over_digests(self) -> None:
+        """The digests the packet sent, to the runtime (Engine: `digests.emit`)."""
+        lib, number, values = self._lib, self._digest_number, self._digest_values
+        while (count := lib.cdp_engine_digest(self._engine, ctypes.byref(number), values,
+                                               len(values))) >= 0:
+            self.state.digests.emit(self._digest_names[number.value], tuple(values[:count]))
 
     def _items(self, head: ctypes.c_void_p) -> list[CItem]:
         items, at = [], head.value

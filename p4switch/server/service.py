@@ -118,6 +118,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         response = p4runtime_pb2.ReadResponse()
         try:
             with self.device.lock:
+                self.device.publish()
                 for entity in request.entities:
                     response.entities.extend(pipeline.codec.read(entity))
         except RuntimeApiError as exc:

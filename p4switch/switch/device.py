@@ -11,7 +11,8 @@ C data plane (p4switch/cdp/engine.py), built now, or, for a program it does not 
 switch that logs packets), what `auto` picks, with the reason logged.
 
 Every write to the runtime's state (P4Runtime, the runtime CLI, a link going up or down)
-calls `note_write`, so a pipeline that keeps a copy of the state (the C one) knows to renew it.
+calls `note_write`, and every P4Runtime read `publish`, so a pipeline that keeps a copy of the
+state (the C one) renews it, and hands back what it counted.
 """
 
 from __future__ import annotations
@@ -80,8 +81,15 @@ class Device:
         self._listeners: list[Callable[[], None]] = []
 
     def note_write(self) -> None:
-        """The runtime's state was written (under the lock)."""
+        """The runtime's state is about to be written (under the lock): what the engine
+        counted is published first, and the write counted."""
+        self.publish()
         self.writes += 1
+
+    def publish(self) -> None:
+        """Make what the control plane reads current (under the lock; Engine.publish)."""
+        if self.engine is not None:
+            self.engine.publish()
 
     def now_us(self) -> int:
         return int((time.monotonic() - self.start) * 1e6)

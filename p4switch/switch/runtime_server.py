@@ -215,7 +215,10 @@ class RuntimeCommandServer:
         if not argv:
             return ""
         with self.device.lock:
-            self.device.note_write()  # most commands write; a copy of the state is renewed
+            if argv[0] == "show_pipeline":  # which pipeline runs the program (device.py)
+                engine = self.device.engine
+                return "no program" if engine is None else str(engine.pipeline)
+            self.device.note_write()  # reads current, and a copy of the state renewed
             interp = self._interpreter()
             if argv[0] in SwitchCommands.NAMES and (
                     interp is None or argv[0] not in SwitchCommands.INTERPRETER_FIRST):

@@ -17,6 +17,12 @@ struct cdp_engine {
     uint64_t internal_errors;
     struct cdp_copies *groups[CDP_PRE_IDS];
     struct cdp_copies *sessions[CDP_PRE_IDS];
+    struct digest {
+        uint32_t number, count;
+        uint64_t values[CDP_DIGEST_FIELDS];
+    } digests[CDP_DIGEST_QUEUE]; /* a ring: `pending` from `first` on */
+    uint32_t first, pending;
+    uint64_t digests_lost;
     uint8_t *frame;   /* FRAME_ROOM bytes: a deparsed frame */
     void *scratch;    /* headers, metadata and standard metadata of a pass */
 };
@@ -212,6 +218,40 @@ static void preserved(const struct cdp_engine *eng, int64_t list, const void *me
         eng->prog->preserve((uint32_t)list, meta, fresh);
 }
 
+/* ---- digests ------------------------------------------------------------------------------ */
+
+static void push_digest(struct cdp_engine *eng, const struct cdp_packet *ctx)
+{
+    struct digest *d;
+    if (eng->pending == CDP_DIGEST_QUEUE) {
+        eng->digests_lost++;
+        return;
+    }
+    d = &eng->digests[(eng->first + eng->pending++) % CDP_DIGEST_QUEUE];
+    d->number = ctx->digest_number;
+    d->count = ctx->digest_count;
+    memcpy(d->values, ctx->digest_values, sizeof d->values);
+}
+
+int32_t cdp_engine_digest(struct cdp_engine *eng, uint32_t *number, uint64_t *values,
+                          uint32_t max)
+{
+    const struct digest *d;
+    if (eng->pending == 0)
+        return -1;
+    d = &eng->digests[eng->first];
+    eng->first = (eng->first + 1) % CDP_DIGEST_QUEUE;
+    eng->pending--;
+    *number = d->number;
+    memcpy(values, d->values, (size_t)(d->count < max ? d->count : max) * sizeof values[0]);
+    return (int32_t)d->count;
+}
+
+uint64_t cdp_engine_digests_lost(const struct cdp_engine *eng)
+{
+    return eng->digests_lost;
+}
+
 /* ---- ingress ------------------------------------------------------------------------------ */
 
 struct pass {
@@ -289,6 +329,8 @@ static void run_ingress(struct cdp_engine *eng, struct list *out, uint32_t port,
         goto done;
     if (ctx.has_clone)
         ingress_clone(eng, out, &ctx, data, len, port, p.meta);
+    if (ctx.digest)
+        push_digest(eng, &ctx);
     if (ctx.resubmit >= 0) {
         void *kept;
         if (depth >= CDP_MAX_RECIRCULATIONS)

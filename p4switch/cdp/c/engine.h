@@ -1,8 +1,8 @@
 /* The v1model pipeline driver of the C data plane: p4switch/engine.py's Engine, in C, in
  * simple_switch's order: parser -> verify checksum -> ingress -> clone (I2E) -> resubmit ->
  * multicast -> drop -> enqueue; dequeue -> egress -> clone (E2E) -> drop -> compute checksum +
- * deparse -> truncate -> recirculate -> transmit. Digests are not here (a program that sends
- * them keeps the Python pipeline).
+ * deparse -> truncate -> recirculate -> transmit. A digest waits in the engine until the
+ * control plane takes it (cdp_engine_digest).
  *
  * The packet replication engine's groups and clone sessions are the engine's: the control
  * plane sets each as its list of (egress port, rid) copies, in the order runtime/pre.py gives
@@ -22,6 +22,7 @@
 #define CDP_INSTANCE_RESUBMIT 6
 #define CDP_MAX_RECIRCULATIONS 16
 #define CDP_PRE_IDS 65536 /* multicast groups and clone sessions: 16-bit ids */
+#define CDP_DIGEST_QUEUE 1024
 
 /* A packet between ingress and egress (engine.py's Queued); one allocation holds it, its
  * headers, metadata, standard metadata and payload. */
@@ -63,6 +64,13 @@ int cdp_engine_set_group(struct cdp_engine *eng, uint32_t group, const struct cd
                          uint32_t count);
 int cdp_engine_set_session(struct cdp_engine *eng, uint32_t session, int exists,
                            const struct cdp_copy *copies, uint32_t count);
+
+/* The oldest digest the engine has not handed over: its struct's number (the program's), its
+ * values into values[max] (returns their count), or -1: none left. The engine keeps the last
+ * CDP_DIGEST_QUEUE and counts the ones it had no room for. */
+int32_t cdp_engine_digest(struct cdp_engine *eng, uint32_t *number, uint64_t *values,
+                          uint32_t max);
+uint64_t cdp_engine_digests_lost(const struct cdp_engine *eng);
 
 /* Engine.ingress: the packets to enqueue, appended to *tail's list (returns how many). */
 uint32_t cdp_engine_ingress(struct cdp_engine *eng, uint32_t port, const uint8_t *frame,

@@ -15,6 +15,7 @@
 #include "tables.h"
 
 #define CDP_MAX_ARGS 16
+#define CDP_DIGEST_FIELDS 32 /* the most fields a digest's data may have */
 
 enum cdp_ref { CDP_REF_ACTION = 0, CDP_REF_MEMBER = 1, CDP_REF_GROUP = 2 };
 
@@ -59,6 +60,11 @@ struct cdp_packet {
     int64_t resubmit, recirculate;     /* field list, or -1 */
     int64_t truncate;                  /* bytes to keep, or -1 */
     uint8_t has_clone, assert_failed;
+    /* digest(): which call ran last (0: none); the values computed at the call; as ingress
+     * ends, its struct's number (the program's) and every field's value (digest_count) */
+    uint32_t digest, digest_number, digest_count;
+    uint64_t digest_pinned[CDP_DIGEST_FIELDS];
+    uint64_t digest_values[CDP_DIGEST_FIELDS];
 };
 
 /* The standard metadata fields the engine reads and writes. */

@@ -66,6 +66,7 @@ class Layout:
     profiles: dict[str, int] = field(default_factory=dict)
     registers: dict[str, int] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
+    digests: dict[str, int] = field(default_factory=dict)  # by struct type name
 
     def action(self, name: str) -> int:
         return self.actions.setdefault(name, len(self.actions))
@@ -82,6 +83,9 @@ class CControlGen:
         self.ctx = ctx
         self.layout = layout
         self.prefixes: dict[int, str] = {}  # control decl -> its instance's prefix (p4c names)
+        # digest() calls of ingress: (ctx->digest's value, the struct's number, the C values
+        # read as ingress ends)
+        self.digest_reads: list[tuple[int, int, list[str]]] = []
 
     # ---- stages ------------------------------------------------------------------------------
     def generate(self, role: str, decl: D.ControlDecl, ctypes_: dict[str, str]) -> None:
@@ -90,7 +94,9 @@ class CControlGen:
         inst = Instance(decl, decl.name, role)
         env = Env(None, Frame(ret="return;"), inst)
         bind_params(ctx, decl, env)
-        with em.function(f"static void p4_{role}(struct cdp_state *st, struct cdp_packet *ctx, "
+        self.digest_reads = []
+        body = f"p4_{role}_body" if role == "ingress" else f"p4_{role}"
+        with em.function(f"static void {body}(struct cdp_state *st, struct cdp_packet *ctx, "
                          "void *hdr_, void *meta_, void *sm_)"):
             em.line(f"/* control {decl.name} */")
             for name in ("hdr", "meta", "sm"):  # sm too: verify_checksum sets checksum_error
@@ -98,6 +104,29 @@ class CControlGen:
             em.line("(void)st; (void)ctx; (void)hdr; (void)meta; (void)sm;")
             self.instance_setup(inst, env)
             ctx.stmt.block(decl.body.stmts, env)
+        if role == "ingress":
+            self._digest_epilogue(ctypes_)
+
+    def _digest_epilogue(self, ctypes_: dict[str, str]) -> None:
+        """p4_ingress: the body, then the fields of the last digest() it called, read as
+        ingress ends (as BMv2 reads a digest's field list)."""
+        em = self.ctx.em
+        with em.function("static void p4_ingress(struct cdp_state *st, struct cdp_packet *ctx, "
+                         "void *hdr_, void *meta_, void *sm_)"):
+            for name in ("hdr", "meta", "sm"):
+                em.decls.append(f"{ctypes_[name]} *{name} = {name}_;")
+            em.line("(void)hdr; (void)meta; (void)sm;")
+            em.line("p4_ingress_body(st, ctx, hdr_, meta_, sm_);")
+            with em.block("switch (ctx->digest)"):
+                for call, number, values in self.digest_reads:
+                    em.line(f"case {call}:")
+                    em.line(f"    ctx->digest_number = {number};")
+                    for j, v in enumerate(values):
+                        em.line(f"    ctx->digest_values[{j}] = (uint64_t){v};")
+                    em.line(f"    ctx->digest_count = {len(values)};")
+                    em.line("    break;")
+                em.line("default:")
+                em.line("    break;")
 
     def instance_setup(self, inst: Instance, env: Env) -> None:
         """A control instance's locals: its variables declared, its extern instances known."""

@@ -17,6 +17,7 @@ zero-padded to a whole byte (c/hashing.h, cdp_pack_fields).
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from p4switch.backend.env import Env
@@ -37,7 +38,7 @@ from p4switch.runtime.hashing import ALGORITHMS
 
 from .context import ExternCall
 from .expr import dot, mask
-from .types import nbytes, wide
+from .types import nbytes, scalar_ctype, wide
 
 if TYPE_CHECKING:
     from .context import CContext
@@ -60,7 +61,7 @@ class CExternGen:
             "register.read": self._register_read, "register.write": self._register_write,
             "counter.count": self._counter_count, "direct_counter.count": lambda c, env: "",
         }
-        for name in ("mark_to_drop", "hash", "verify_checksum", "update_checksum",
+        for name in ("mark_to_drop", "hash", "digest", "verify_checksum", "update_checksum",
                      "verify_checksum_with_payload", "update_checksum_with_payload", "random",
                      "clone", "clone_preserving_field_list", "resubmit_preserving_field_list",
                      "recirculate_preserving_field_list", "truncate", "assert", "assume",
@@ -229,6 +230,48 @@ class CExternGen:
     def _f_update_checksum_with_payload(self, c: A.Call, env: Env) -> str:
         return self._checksum(c, env, False, True)
 
+    def _f_digest(self, c: A.Call, env: Env) -> str:
+        """digest(receiver, data) in ingress: as backend/externs.py, the values data computes
+        are taken now (into ctx->digest_pinned), its fields read as ingress ends
+        (CControlGen's epilogue); only the last call counts."""
+        _, data = self.args(c)
+        t = data.type
+        controls = self.ctx.controls
+        assert controls is not None  # digests are sent from controls
+        if not isinstance(t, StructType) or t.name.startswith("{"):
+            raise UnsupportedConstruct(data.pos, "digest of a value that is not a named struct")
+        parts = data.items if isinstance(data, A.ListExpr) else (
+            [v for _, v in data.fields] if isinstance(data, A.StructInit) else [])
+        em = self.ctx.em
+        pinned = 0
+        for part in parts:
+            if _field_path(part):
+                continue
+            if scalar_ctype(part.type) is None:
+                raise UnsupportedConstruct(part.pos, f"a computed {part.type} in a digest, in C")
+            slot = f"ctx->digest_pinned[{pinned}]"
+            em.line(f"{slot} = (uint64_t){self._ex(part, env)};")
+            self.ctx.pre[id(part)] = f"(({scalar_ctype(part.type)}){slot})"
+            pinned += 1
+        fields: list[Field] = []
+        self.flatten(data, env, fields)
+        for part in parts:
+            self.ctx.pre.pop(id(part), None)
+        if len(fields) > CDP_DIGEST_FIELDS or _has_wide(t):
+            raise UnsupportedConstruct(data.pos, "a digest of more than "
+                                                 f"{CDP_DIGEST_FIELDS} fields or of fields "
+                                                 "wider than 64 bits, in C")
+        values = [v for v, _, _ in fields]
+        local = next((v for v in values if _LOCAL.search(v)), None)
+        if local is not None:
+            raise UnsupportedConstruct(data.pos, "a digest of a sub-control's copied "
+                                                 "parameter, in C")
+        number = controls.layout.digests.setdefault(t.name, len(controls.layout.digests))
+        call = len(controls.digest_reads) + 1
+        controls.digest_reads.append((call, number, values))
+        em.line(f"ctx->digest = {call};  /* digest {t.name} ({number}) */")
+        return ""
+
     def _f_random(self, c: A.Call, env: Env) -> str:
         out, lo, hi = self.args(c)
         em = self.ctx.em
@@ -340,6 +383,29 @@ class CExternGen:
             em.line(f"st->counters[{2 * k}][{at}] += 1;")
             em.line(f"st->counters[{2 * k + 1}][{at}] += ctx->length;")
         return ""
+
+
+_LOCAL = re.compile(r"\b[A-Za-z_]\w*_\d+\b")  # a C local of the stage (CEmitter.fresh)
+CDP_DIGEST_FIELDS = 32  # c/pipeline.h
+
+
+def _field_path(e: A.Expr) -> bool:
+    """A reference to a header/metadata field (backend/externs.py's: what BMv2 reads when
+    ingress ends)."""
+    while isinstance(e, (A.Member, A.Index)):
+        if isinstance(e, A.Index) and e.index.const is None:
+            return False
+        e = e.expr
+    return isinstance(e, A.Name)
+
+
+def _has_wide(t: object) -> bool:
+    """A field wider than 64 bits anywhere in a value of type t."""
+    if isinstance(t, StructType):
+        return any(_has_wide(ft) for _, ft in t.fields)
+    if isinstance(t, StackType):
+        return _has_wide(t.elem)
+    return wide(t)
 
 
 def algorithm_function(name: str, where: A.Expr) -> str:

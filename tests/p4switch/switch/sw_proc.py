@@ -64,6 +64,15 @@ class SwitchProcess:
                 self.proc.wait()
         return self.proc.returncode
 
+    def command(self, *argv: str) -> str:
+        """One runtime-channel command's output (p4switch.cli.runtime_cli)."""
+        done = subprocess.run([sys.executable, "-m", "p4switch.cli.runtime_cli", "--thrift-port",
+                               str(self.thrift_port), *argv], cwd=REPO, capture_output=True,
+                              text=True, timeout=30, check=False,
+                              env=dict(os.environ, PYTHONPATH=str(REPO)))
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
     def stderr(self) -> str:
         """Everything the switch logged so far."""
         self._log.seek(0)

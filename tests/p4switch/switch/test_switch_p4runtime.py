@@ -18,19 +18,22 @@ from p4switch.p4info.index import P4InfoIndex
 pytestmark = pytest.mark.root
 
 
-@pytest.fixture
-def rig(net, tmp_path):
-    """Switch with ports 1..3 to hosts h1..h3, the test program pushed by a primary client."""
+@pytest.fixture(params=["auto", "c"])
+def rig(net, tmp_path, request):
+    """Switch with ports 1..3 to hosts h1..h3, the test program pushed by a primary client;
+    its pipeline the default one, or the C data plane."""
     p4info_path, config_path = compile_program(PROGRAMS / "switch_test.p4", tmp_path)
     hosts = [net.host(f"h{i}") for i in (1, 2, 3)]
     ifs = [net.link(h, "eth0", i + 1) for i, h in enumerate(hosts)]
     socks = [raw_socket(h, "eth0") for h in hosts]
     args = [a for i, name in enumerate(ifs) for a in ("-i", f"{i + 1}@{name}")]
-    with SwitchProcess([*args, "--no-p4", "--", "--cpu-port", "510"]) as sw:
+    with SwitchProcess([*args, "--pipeline", request.param, "--no-p4", "--", "--cpu-port",
+                        "510"]) as sw:
         p4info = load_p4info(p4info_path)
         client = Client(sw.addr, election=10)
         assert client.next("arbitration").status.code == code_pb2.OK
         client.set_pipeline(p4info, config_path.read_bytes())
+        assert (sw.command("show_pipeline") == "c") == (request.param == "c")
         rig = Rig(sw, client, P4InfoIndex(p4info), socks, hosts, ifs, net)
         yield rig
         client.close()

@@ -70,6 +70,40 @@ def test_native_pipeline_is_built_and_forwards(net, tmp_path: Path, fresh_cache:
         s.close()
 
 
+def test_c_data_plane_forwards_and_counts(net, tmp_path: Path, fresh_cache: Path) -> None:
+    """`--pipeline c`: the program runs on the C data plane, with the entries P4Runtime writes,
+    its direct counter read back over P4Runtime (test_switch_p4runtime.py runs the rest of
+    P4Runtime on it); a switch that logs packets keeps a Python pipeline and says why."""
+    hosts = [net.host(f"h{i}") for i in (1, 2)]
+    ifs = [net.link(h, "eth0", i + 1) for i, h in enumerate(hosts)]
+    socks = [raw_socket(h, "eth0") for h in hosts]
+    args = [a for i, name in enumerate(ifs) for a in ("-i", f"{i + 1}@{name}")]
+    with SwitchProcess([*args, "--pipeline", "c", "--no-p4"]) as sw:
+        client, index = push(sw, tmp_path)
+        assert sw.command("show_pipeline") == "c"
+        forward_1_to_2(client, index)
+        drain(socks[1])
+        frames = [eth(mac(2), mac(1), 0x0800, bytes([n]) * 40) for n in range(5)]
+        for frame in frames:
+            socks[0].send(frame)
+        assert recv_frames(socks[1], 5.0, count=len(frames)) == frames
+        dc = pb.DirectCounterEntry()
+        dc.table_entry.table_id = index.id("tables", "TestIngress.fwd")
+        dc.table_entry.match.add(field_id=1).exact.value = bytes([1])
+        (entity,) = client.read(pb.Entity(direct_counter_entry=dc))
+        counted = entity.direct_counter_entry.data
+        assert (counted.packet_count, counted.byte_count) == (5, sum(map(len, frames)))
+        client.close()
+    with SwitchProcess([*args, "--pipeline", "c", "--no-p4"], log=True) as sw:
+        client, _ = push(sw, tmp_path)
+        assert sw.command("show_pipeline") in ("native", "python")
+        client.close()
+        assert "program switch_test: not on the C data plane: it does not log packets" \
+            in sw.stderr()
+    for s in socks:
+        s.close()
+
+
 def test_auto_runs_python_until_the_native_pipeline_is_built(tmp_path: Path,
                                                              fresh_cache: Path) -> None:
     with SwitchProcess(["--no-p4"], log=True) as sw:  # --pipeline auto
