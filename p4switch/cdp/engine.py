@@ -21,7 +21,6 @@ from p4switch.compiler import CompiledProgram
 from p4switch.engine import EngineConfig
 from p4switch.runtime import RuntimeState
 
-from .gen.program import CUnsupported
 from .pipeline import CItem, CPipeline
 
 
@@ -38,7 +37,8 @@ class CEngine:
         self._changes = changes
         self._copied: int | None = None
 
-    def _current(self) -> None:
+    def current(self) -> None:
+        """The C copy of the tables made current, if the runtime changed since."""
         seen = self._changes()
         if seen != self._copied:
             self._c.sync()
@@ -49,18 +49,27 @@ class CEngine:
         or writes them: Device.publish, Device.note_write)."""
         self._c.write_back()
 
+    def hand_over_digests(self) -> None:
+        """The digests the C loop's packets sent, to the runtime."""
+        self._c.hand_over_digests()
+
+    @property
+    def address(self) -> int:
+        """The C engine (struct cdp_engine *), for the C loop (c/switch.c)."""
+        return self._c.engine_address
+
     @property
     def internal_errors(self) -> int:
         return self._c.internal_errors
 
     def ingress(self, port: int, data: bytes) -> list[CItem]:
-        self._current()
+        self.current()
         return self._c.ingress(port, data)
 
     def egress_frame(self, item: CItem, enq_timestamp: int = 0, enq_qdepth: int = 0,
                      deq_qdepth: int = 0, deq_timedelta: int = 0
                      ) -> tuple[bytes | None, Sequence[CItem]]:
-        self._current()
+        self.current()
         frames, more = self._c.egress(item, enq_timestamp, enq_qdepth, deq_qdepth,
                                       deq_timedelta)
         return (frames[0][1] if frames else None), more
@@ -68,9 +77,9 @@ class CEngine:
     def egress(self, item: CItem, enq_timestamp: int = 0, enq_qdepth: int = 0,
                deq_qdepth: int = 0, deq_timedelta: int = 0
                ) -> tuple[list[tuple[int, bytes]], list[CItem]]:
-        self._current()
+        self.current()
         return self._c.egress(item, enq_timestamp, enq_qdepth, deq_qdepth, deq_timedelta)
 
     def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
-        self._current()
+        self.current()
         return self._c.process(port, data)

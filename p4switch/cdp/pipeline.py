@@ -177,6 +177,12 @@ class CPipeline:
         return int(self._lib.cdp_engine_internal_errors(self._engine))
 
     @property
+    def engine_address(self) -> int:
+        """struct cdp_engine * (for c/switch.c's loop, which must not outlive this object)."""
+        assert self._engine, "closed"
+        return int(self._engine)
+
+    @property
     def digests_lost(self) -> int:
         """Digests the engine had no room for (the control plane took none for too long)."""
         return int(self._lib.cdp_engine_digests_lost(self._engine))
@@ -306,9 +312,9 @@ class CPipeline:
         if self.copy_each_packet:
             self.write_back()
         if self._digest_names:
-            self._hand_over_digests()
+            self.hand_over_digests()
 
-    def _hand_over_digests(self) -> None:
+    def hand_over_digests(self) -> None:
         """The digests the packet sent, to the runtime (Engine: `digests.emit`)."""
         lib, number, values = self._lib, self._digest_number, self._digest_values
         while (count := lib.cdp_engine_digest(self._engine, ctypes.byref(number), values,

@@ -60,10 +60,11 @@ class CRingPort:
     """A RawPort's frames received, sent and flushed by the C code; its counters are the C
     side's (`c`)."""
 
-    def __init__(self, port: RawPort):
+    def __init__(self, port: RawPort, into: CPort | None = None):
+        """`into`: the struct cdp_port to fill (an element of the C loop's array)."""
         self.port = port
         self.number = port.number
-        self.c = c_port(port)
+        self.c = c_port(port, into)
         self._lib = library()
         self._buf = ctypes.create_string_buffer(_BUF)
 

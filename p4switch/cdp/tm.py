@@ -138,6 +138,22 @@ class CTrafficManager:
             raise ValueError(f"no queue ({port}, {priority})")
         return q.contents
 
+    def is_paused(self, port: int, priority: int) -> bool:
+        return self._queue(port, priority).paused_until > self.clock()
+
+    def set_watchdog(self, config: object | None) -> None:
+        """The PFC watchdog, which this traffic manager does not have (None: off, as it is)."""
+        if config is not None:
+            raise ValueError("no PFC watchdog on the C data plane (p4switch --pipeline c); run "
+                             "the switch with --pipeline native for it")
+
+    def held_depth(self, ingress_port: int, priority: int) -> int:
+        """What the pause hold reads, which this traffic manager does not keep."""
+        raise ValueError("no pause hold on the C data plane (p4switch --pipeline c)")
+
+    def watchdog_report(self) -> str:
+        return "PFC watchdog: off (none on the C data plane)"
+
     def depth(self, port: int, priority: int = 0) -> int:
         return int(self._queue(port, priority).count)
 

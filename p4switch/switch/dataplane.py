@@ -64,9 +64,13 @@ class Dataplane:
         os.set_blocking(self._wake_w, False)
         self._stopping = threading.Event()
         self._start = device.start
-        device.on_install(self.tm.clear)
+        device.on_install(self._on_install)
 
     # -- called from other threads --------------------------------------------------------
+    def _on_install(self) -> None:
+        """A program was installed (under the lock): the queues start empty."""
+        self.tm.clear()
+
     def inject(self, port: int, data: bytes) -> None:
         """Run `data` through the pipeline as if received on `port` (packet-out)."""
         self._injected.append((port, data))

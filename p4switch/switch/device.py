@@ -79,12 +79,15 @@ class Device:
         self.generation = 0  # bumped by every install
         self.writes = 0  # bumped by every write to the state (note_write)
         self._listeners: list[Callable[[], None]] = []
+        self._write_listeners: list[Callable[[], None]] = []
 
     def note_write(self) -> None:
         """The runtime's state is about to be written (under the lock): what the engine
         counted is published first, and the write counted."""
         self.publish()
         self.writes += 1
+        for listener in list(self._write_listeners):
+            listener()
 
     def publish(self) -> None:
         """Make what the control plane reads current (under the lock; Engine.publish)."""
@@ -160,6 +163,10 @@ class Device:
             for listener in list(self._listeners):
                 listener()
         refreeze_heap()
+
+    def on_write(self, listener: Callable[[], None]) -> None:
+        """Call `listener` (under the lock) whenever the state is about to be written."""
+        self._write_listeners.append(listener)
 
     def on_install(self, listener: Callable[[], None]) -> None:
         """Call `listener` (under the lock) whenever a new program is installed."""

@@ -60,8 +60,10 @@ def setup_logging(opts: SwitchOptions) -> None:
 class Switch:
     """One switch: `start()` opens it, `run_switches` serves its data plane, `close()`."""
 
-    def __init__(self, opts: SwitchOptions):
+    def __init__(self, opts: SwitchOptions, alone: bool = True):
+        """`alone`: the only switch of its process (a group shares the Python loop)."""
         self.opts = opts
+        self.alone = alone
         self.ports: dict[int, RawPort] = {}
         self.linkmon: LinkMonitor | None = None
         self.cli_server: RuntimeCommandServer | None = None
@@ -105,9 +107,9 @@ class Switch:
             except ProgramLoadError as exc:
                 self.close()
                 raise StartupError(str(exc)) from None
-        tm = TrafficManager(opts.priority_queues)
-        self.dataplane = Dataplane(device, self.ports, tm, self.linkmon)
+        self.dataplane = self._dataplane(device, trace)
         self.dataplane.trace = trace
+        tm = self.dataplane.tm
         if opts.pfc:
             self.dataplane.pfc = PfcReceiver(tm.pause, opts.priority_queues, self._link_bps)
         commands = SwitchCommands(tm, dict(opts.interfaces), self.port_up, device.now_us,
@@ -130,6 +132,29 @@ class Switch:
         gc.freeze()  # start-up objects are permanent: out of the cyclic collector's way
         log.info("P4Runtime server listening on %s (device id %d), runtime CLI on port %d",
                  opts.grpc_addr, opts.device_id, self.cli_server.port)
+
+    def _dataplane(self, device: Device, trace: object) -> Dataplane:
+        """With --pipeline c, the data plane whose loop is in C (p4switch/cdp/switch.py) where
+        it can serve this switch; else the Python one."""
+        opts = self.opts
+        tm = TrafficManager(opts.priority_queues)
+        if opts.pipeline != "c":
+            return Dataplane(device, self.ports, tm, self.linkmon)
+        why = ("it logs every packet (-L trace)" if trace is not None else
+               "it captures packets (--pcap)" if opts.pcap_dir else
+               "it shares its process with other switches" if not self.alone else "")
+        if not why:
+            from p4switch.cdp.switch import CSwitchDataplane
+            from p4switch.cdp.tm import CTrafficManager
+            from p4switch.native import NativeUnavailable
+
+            try:
+                return CSwitchDataplane(device, self.ports, CTrafficManager(opts.priority_queues),
+                                        self.linkmon, self._link_bps, opts.pfc)
+            except (NativeUnavailable, OSError, ValueError) as exc:
+                why = str(exc)
+        log.warning("--pipeline c: the data-plane loop runs in Python: %s", why)
+        return Dataplane(device, self.ports, tm, self.linkmon)
 
     def _open_ports(self) -> None:
         """All ports side by side: setting up a port's rings waits for the kernel (RCU grace
@@ -155,6 +180,9 @@ class Switch:
             list(pool.map(RawPort.close, ports))
 
     def _port_counters(self, port: int) -> dict[str, int]:
+        counters = getattr(self.dataplane, "port_counters", None)
+        if counters is not None:  # the C loop counts
+            return counters(port)
         p = self.ports[port]
         p.kernel_drops()
         return dict(vars(p.counters))
@@ -203,7 +231,7 @@ def run_switches(group: Sequence[SwitchOptions]) -> int:
     (`p4switch ARGS :: ARGS ...`), until SIGTERM/SIGINT; the process exit status. The group
     logs as its first switch's options say; a switch that cannot start stops the group."""
     setup_logging(group[0])
-    switches = [Switch(opts) for opts in group]
+    switches = [Switch(opts, alone=len(group) == 1) for opts in group]
     started = False
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -232,8 +260,12 @@ def run_switches(group: Sequence[SwitchOptions]) -> int:
         return 0
     try:
         if not any(switch.stop_requested for switch in switches):  # a signal during start()
-            run_dataplanes([switch.dataplane for switch in switches
-                            if switch.dataplane is not None])
+            dataplanes = [switch.dataplane for switch in switches
+                          if switch.dataplane is not None]
+            if len(dataplanes) == 1:
+                dataplanes[0].run()  # its own loop (in C, for CSwitchDataplane)
+            else:
+                run_dataplanes(dataplanes)
     finally:
         _close_all(switches)
     return 0

@@ -181,7 +181,10 @@ class SwitchCommands:
                                     _int(args[3], "poll (ms)") / 1000 if len(args) > 3 else 0.0)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        self.tm.set_watchdog(config)
+        try:
+            self.tm.set_watchdog(config)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
         return ""
 
 

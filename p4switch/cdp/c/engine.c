@@ -247,6 +247,11 @@ int32_t cdp_engine_digest(struct cdp_engine *eng, uint32_t *number, uint64_t *va
     return (int32_t)d->count;
 }
 
+uint32_t cdp_engine_digests_pending(const struct cdp_engine *eng)
+{
+    return eng->pending;
+}
+
 uint64_t cdp_engine_digests_lost(const struct cdp_engine *eng)
 {
     return eng->digests_lost;

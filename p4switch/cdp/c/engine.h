@@ -71,6 +71,7 @@ int cdp_engine_set_session(struct cdp_engine *eng, uint32_t session, int exists,
 int32_t cdp_engine_digest(struct cdp_engine *eng, uint32_t *number, uint64_t *values,
                           uint32_t max);
 uint64_t cdp_engine_digests_lost(const struct cdp_engine *eng);
+uint32_t cdp_engine_digests_pending(const struct cdp_engine *eng);
 
 /* Engine.ingress: the packets to enqueue, appended to *tail's list (returns how many). */
 uint32_t cdp_engine_ingress(struct cdp_engine *eng, uint32_t port, const uint8_t *frame,

@@ -267,3 +267,14 @@ void cdp_tm_clear(struct cdp_tm *tm)
     tm->nbusy = 0;
     tm->pending = 0;
 }
+
+void cdp_tm_release(struct cdp_tm *tm, void (*release)(void *item))
+{
+    for (int b = 0; b < tm->nbusy; b++) {
+        struct cdp_queue *qs = tm->ports[tm->busy[b]];
+        for (int prio = 0; prio < tm->priority_queues; prio++)
+            for (uint32_t i = 0; i < qs[prio].count; i++)
+                release(qs[prio].items[(qs[prio].head + i) % qs[prio].room].item);
+    }
+    cdp_tm_clear(tm);
+}

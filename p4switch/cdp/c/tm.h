@@ -60,5 +60,7 @@ uint64_t cdp_tm_priority_drops(const struct cdp_tm *tm);
 /* A queue (created with the defaults if its port had none); NULL: out of range. */
 struct cdp_queue *cdp_tm_queue(struct cdp_tm *tm, int port, int priority);
 void cdp_tm_clear(struct cdp_tm *tm);
+/* cdp_tm_clear, `release` called on every queued item first. */
+void cdp_tm_release(struct cdp_tm *tm, void (*release)(void *item));
 
 #endif

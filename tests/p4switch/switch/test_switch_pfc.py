@@ -34,13 +34,14 @@ def test_parse_and_apply_quanta():
 
 
 @pytest.mark.root
-def test_pause_and_resume_through_the_wire(net, tmp_path):
+@pytest.mark.parametrize("pipeline", ["auto", "c"])
+def test_pause_and_resume_through_the_wire(net, tmp_path, pipeline):
     _, config = compile_program(PROGRAMS / "switch_test.p4", tmp_path)
     h1, h2 = net.host("h1"), net.host("h2")
     p1, p2 = net.link(h1, "eth0", 1), net.link(h2, "eth0", 2)
     s1, s2 = raw_socket(h1, "eth0"), raw_socket(h2, "eth0")
     with SwitchProcess(["-i", f"1@{p1}", "-i", f"2@{p2}", "--pfc-link-mbps", "1",
-                        str(config)]) as sw:
+                        "--pipeline", pipeline, str(config)]) as sw:
         subprocess.run([sys.executable, "-m", "p4switch.cli.runtime_cli", "--thrift-port",
                         str(sw.thrift_port), "table_add", "TestIngress.fwd",
                         "TestIngress.forward", "1", "=>", "2"], cwd=REPO, check=True,

@@ -22,12 +22,14 @@ def cli(port: int, commands: str) -> str:
     return res.stdout
 
 
-def test_rate_limited_queue_builds_depth_and_tail_drops(net, tmp_path):
+@pytest.mark.parametrize("pipeline", ["auto", "c"])
+def test_rate_limited_queue_builds_depth_and_tail_drops(net, tmp_path, pipeline):
     _, config = compile_program(PROGRAMS / "switch_test.p4", tmp_path)
     h1, h2 = net.host("h1"), net.host("h2")
     p1, p2 = net.link(h1, "eth0", 1), net.link(h2, "eth0", 2)
     s1, s2 = raw_socket(h1, "eth0"), raw_socket(h2, "eth0")
-    with SwitchProcess(["-i", f"1@{p1}", "-i", f"2@{p2}", str(config)]) as sw:
+    with SwitchProcess(["-i", f"1@{p1}", "-i", f"2@{p2}", "--pipeline", pipeline,
+                        str(config)]) as sw:
         cli(sw.thrift_port, "table_add TestIngress.fwd TestIngress.forward 1 => 2\n"
                             "set_queue_depth 10 2\nset_queue_rate 100 2\n")
         drain(s2)
