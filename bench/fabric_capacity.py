@@ -3,7 +3,7 @@
     sudo .venv/bin/python bench/fabric_capacity.py [--quick] [--target both|p4switch|bmv2]
         [--fabric leafspine,hpn7] [--repeat N] [--start-pps PPS] [--factor F] [--refine N]
         [--dwell S] [--size BYTES] [--queue-depth PKTS] [--switch-processes N]
-        [--pipelines native,python]
+        [--pipelines native,python,c]
 
 Per fabric and target, one fabric is brought up (as the experiments do: `FailoverLab`, the
 reconvergence loop on, link probes off; names prefixed `fc`, so it runs beside other fabrics) and
@@ -43,7 +43,8 @@ The first step is 40 datagrams/s per flow on p4switch, 10 on BMv2 (`--start-pps`
 `--switch-processes N`: p4switch's rows with the fabric's switches served by N processes
 (`fabric-lab up --switch-processes`, target `p4switch/N`) instead of one process each.
 `--pipelines`: p4switch's rows on its native pipeline (`p4switch`, built first), its Python
-pipeline (`p4switch-py`), or both (default: native).
+pipeline (`p4switch-py`), its C data plane (`p4switch-c`: `--pipeline c`, the switch's loop in
+C), or several (default: native).
 `--quick`: steps x1.6, 3 s dwell, no refinement (a few minutes for both fabrics on one target).
 Without BMv2 installed (`source /work/shared/p4lang/env.sh`) its rows are skipped with a message.
 """
@@ -80,7 +81,7 @@ from targets.runtime_cli import RuntimeCli
 from topos import FABRICS, build_fabric, relocate
 from topos.model import FabricSpec
 
-PYTHON_SUFFIX = "-py"  # a row of p4switch's Python pipeline
+SUFFIXES = {"native": "", "python": "-py", "c": "-c"}  # a row's label: p4switch + suffix
 # names and ports no test uses (tests/ports.py), below the ephemeral port range
 PREFIX, GRPC_BASE, THRIFT_BASE = "fc", 14000, 14500
 WARMUP_S = 1.0
@@ -304,7 +305,7 @@ def ramp(lab: FailoverLab, flows: list[Flow], clis: dict[str, RuntimeCli], args:
     """Raise the rate until a step fails, then bisect; the best passing step."""
     best: Step | None = None
     failed: float | None = None
-    pps = args.start_pps or START_PPS[target.removesuffix(PYTHON_SUFFIX).partition("/")[0]]
+    pps = args.start_pps or START_PPS[target.partition("/")[0].partition("-")[0]]
     for _ in range(args.max_steps):
         step = run_step(lab, flows, clis, pps, args.size, args.dwell, args.tolerance,
                         args.pacer)
@@ -330,11 +331,12 @@ def ramp(lab: FailoverLab, flows: list[Flow], clis: dict[str, RuntimeCli], args:
 def bench(fabric: str, target: str, args: argparse.Namespace, bests: list[Step | None]) -> None:
     """Bring the fabric up and ramp `--repeat` times; each ramp's best step goes to `bests`."""
     spec = fabric_spec(fabric, args.link_mbps, args.delay_ms, args.queue_pkts)
-    name, _, processes = target.removesuffix(PYTHON_SUFFIX).partition("/")
+    pipeline = next((p for p, suffix in SUFFIXES.items() if suffix and target.endswith(suffix)),
+                    "native")
+    name, _, processes = target.removesuffix(SUFFIXES[pipeline]).partition("/")
     tgt = get_target(name).sharing_processes(int(processes) if processes else None)
     if name == "p4switch":
-        tgt = tgt.with_options("--pipeline",
-                               "python" if target.endswith(PYTHON_SUFFIX) else "native")
+        tgt = tgt.with_options("--pipeline", pipeline)
     with FailoverLab(spec, target=tgt, reconverge=True, probes=False) as lab:
         clis = ({sw.name: tgt.cli(sw.thrift_port) for sw in spec.switches}
                 if tgt.caps.reports_tm_stats and tgt.caps.serves_runtime_cli else {})
@@ -402,7 +404,7 @@ def main() -> int:
     parser.add_argument("--switch-processes", type=int, default=None, metavar="N",
                         help="p4switch: the fabric's switches served by N processes")
     parser.add_argument("--pipelines", default="native",
-                        help="p4switch's pipelines: native, python or native,python")
+                        help="p4switch's pipelines: some of native, python, c")
     args = parser.parse_args()
     for key, value in (QUICK if args.quick else FULL).items():  # what the options left open
         if getattr(args, key) is None:
@@ -418,8 +420,8 @@ def main() -> int:
     if args.switch_processes is not None and args.switch_processes < 1:
         errors.append(f"--switch-processes must be 1 or more, got {args.switch_processes}")
     pipelines = [p for p in args.pipelines.split(",") if p]
-    if not pipelines or set(pipelines) - {"native", "python"}:
-        errors.append(f"--pipelines: native, python or both, got {args.pipelines!r}")
+    if not pipelines or set(pipelines) - set(SUFFIXES):
+        errors.append(f"--pipelines: some of native, python, c, got {args.pipelines!r}")
     if not 0 < args.tolerance < 1:
         errors.append(f"--tolerance must be between 0 and 1, got {args.tolerance:g}")
     if errors:
@@ -448,7 +450,7 @@ def main() -> int:
             if target == "p4switch":
                 base = target if args.switch_processes is None \
                     else f"p4switch/{args.switch_processes}"
-                labels = [base + (PYTHON_SUFFIX if p == "python" else "") for p in pipelines]
+                labels = [base + SUFFIXES[p] for p in pipelines]
                 if "native" in pipelines and native_missing("ecmp"):
                     return 2
             for label in labels:
