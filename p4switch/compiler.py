@@ -31,6 +31,7 @@ from .frontend.preprocess import Preprocessed, preprocess
 
 if TYPE_CHECKING:
     from .frontend.check import ProgramInfo
+    from .frontend.types import StructType
 
 __all__ = ["CompiledProgram", "Diagnostic", "P4CompileError",
            "compile_program", "compile_source"]
@@ -158,8 +159,13 @@ def _field_lists(info: ProgramInfo) -> dict[int, list[str]]:
     """@field_list(i, ...) on user metadata fields -> {i: [python attribute names]}."""
     from .backend.emitter import py_ident
 
+    return {index: [py_ident(f) for f in fields]
+            for index, fields in field_lists(info.meta_type).items()}
+
+
+def field_lists(meta: StructType | None) -> dict[int, list[str]]:
+    """@field_list(i, ...) on the fields of the user metadata -> {i: [field names]}."""
     lists: dict[int, list[str]] = {}
-    meta = info.meta_type
     if meta is None:
         return lists
     for fname, annos in meta.field_annotations.items():
@@ -168,7 +174,7 @@ def _field_lists(info: ProgramInfo) -> dict[int, list[str]]:
                 continue
             for part in a.body.split(","):
                 try:
-                    lists.setdefault(int(part.strip(), 0), []).append(py_ident(fname))
+                    lists.setdefault(int(part.strip(), 0), []).append(fname)
                 except ValueError:
                     continue
     return lists

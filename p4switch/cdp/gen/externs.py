@@ -21,6 +21,7 @@ import re
 from typing import TYPE_CHECKING
 
 from p4switch.backend.env import Env
+from p4switch.backend.externs import field_leaves
 from p4switch.frontend import ast as A
 from p4switch.frontend.diagnostics import UnsupportedConstruct
 from p4switch.frontend.symbols import InstanceSym
@@ -82,37 +83,16 @@ class CExternGen:
         return self.ctx.stmt.value(e, env)
 
     # ---- field lists -------------------------------------------------------------------------
-    def flatten(self, e: A.Expr, env: Env, out: list[Field], guard: str | None = None) -> None:
-        """(value, width, guard) for every bit field of a data argument (backend/externs.py's
-        _flatten); a field wider than 64 bits as its bytes."""
+    def flatten(self, data: A.Expr, env: Env, out: list[Field]) -> None:
+        """(value, width, guard) for every bit field of a data argument (field_leaves, as the
+        Python back end packs them); a field wider than 64 bits as its bytes."""
+        for e, header in field_leaves(data):
+            guard = dot(self.ctx.stmt.lvalue(header, env), "valid_") if header is not None \
+                else None
+            self._leaf(e, env, out, guard)
+
+    def _leaf(self, e: A.Expr, env: Env, out: list[Field], guard: str | None) -> None:
         t = e.type
-        if isinstance(e, A.ListExpr):
-            for item in e.items:
-                self.flatten(item, env, out, guard)
-            return
-        if isinstance(e, A.StructInit):
-            for _, item in e.fields:
-                self.flatten(item, env, out, guard)
-            return
-        if isinstance(t, StructType):
-            base = self.ctx.stmt.lvalue(e, env)
-            g = dot(base, "valid_") if t.kind == "header" else guard
-            for fname, ft in t.fields:
-                sub = A.Member(e.pos, e, fname)
-                sub.type = ft
-                self.flatten(sub, env, out, g)
-            return
-        if isinstance(t, StackType):
-            for i in range(t.size):
-                idx = A.Const(e.pos, i)
-                idx.const, idx.type = i, None
-                item = A.Index(e.pos, e, idx)
-                item.type = t.elem
-                self.flatten(item, env, out, guard)
-            return
-        if isinstance(e, A.Member) and isinstance(e.expr.type, StructType) and \
-                e.expr.type.kind == "header" and guard is None:
-            guard = dot(self.ctx.stmt.lvalue(e.expr, env), "valid_")
         if wide(t):
             assert isinstance(t, Bits)
             array, n = self.ctx.stmt.lvalue(e, env), nbytes(t.width)

@@ -28,7 +28,7 @@ import ctypes
 import json
 from dataclasses import dataclass
 
-from p4switch.compiler import CompiledProgram
+from p4switch.compiler import CompiledProgram, field_lists
 from p4switch.frontend import ast_decl as D
 from p4switch.frontend.check import Checker, ProgramInfo
 from p4switch.frontend.diagnostics import Reporter, UnsupportedConstruct
@@ -158,7 +158,7 @@ def _gen_program(ctx: CContext, roots: dict[str, StructType], names: dict[str, s
         em.line(f"{meta} *fresh = fresh_;")
         em.line("(void)meta; (void)fresh;")
         with em.block("switch (list)"):
-            for index, fields in sorted(_field_lists(roots["meta"]).items()):
+            for index, fields in sorted(field_lists(roots["meta"]).items()):
                 em.line(f"case {index}:")
                 for f in fields:
                     em.line(f"    fresh->{c_ident(f)} = meta->{c_ident(f)};")
@@ -188,22 +188,6 @@ def _gen_program(ctx: CContext, roots: dict[str, StructType], names: dict[str, s
     em.line("    (int64_t (*)(const void *, uint8_t *, uint32_t))p4_deparser_v, p4_preserve, "
             "p4_sm_get, p4_sm_set,")
     em.line("};")
-
-
-def _field_lists(meta: StructType) -> dict[int, list[str]]:
-    """@field_list(i, ...) on user metadata fields -> {i: [P4 field names]} (as the compiler's
-    field lists)."""
-    lists: dict[int, list[str]] = {}
-    for fname, annos in meta.field_annotations.items():
-        for a in annos:
-            if a.name != "field_list":
-                continue
-            for part in a.body.split(","):
-                try:
-                    lists.setdefault(int(part.strip(), 0), []).append(fname)
-                except ValueError:
-                    continue
-    return lists
 
 
 def _gen_entry_points(ctx: CContext, roots: dict[str, StructType], names: dict[str, str],
