@@ -9,7 +9,7 @@ the pipeline is made (`RegisterArray.share`, `CounterArray.share`). The rest is 
 copied (`sync`): its tables with their entries and default actions, action profiles, multicast
 groups and clone sessions, the ports' states; after a packet the direct counters go back to
 the runtime's entries (`write_back`). By default each packet copies: the differential path of
-the tests (tests/p4switch/cdp/test_pipeline.py, the STF sweep's C column). `CEngine` (the
+the tests (tests/p4switch/cdp/test_c_pipeline.py, the STF sweep's C column). `CEngine` (the
 switch's) copies when the runtime has changed.
 
 CUnsupported (from the generator) names what the C back end does not run; NativeUnavailable

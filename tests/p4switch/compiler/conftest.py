@@ -5,7 +5,7 @@ native one (p4switch/native.py) and on the C data plane (p4switch/cdp/pipeline.p
 a program the C back end does not run yet, and for the logs it does not write). The native and
 C test builds use -O0 (quick to build; the C compiler's optimisation does not change what the
 code computes); the lab's programs are tested at the shipped flags in
-tests/p4switch/test_native.py and tests/p4switch/cdp/test_pipeline.py.
+tests/p4switch/test_native.py and tests/p4switch/cdp/test_c_pipeline.py.
 """
 
 from __future__ import annotations
