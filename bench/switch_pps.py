@@ -38,7 +38,7 @@ the kernel, is the limit, and the bench says so.
 
     sudo .venv/bin/python bench/switch_pps.py [--programs ecmp,dlb] [--sizes 64,1000]
         [--rates 5000,10000,...] [--seconds 2] [--tries 2] [--flood 3] [--latency 2]
-        [--pipelines native,python] [--no-c-forward] [--no-kernel] [--no-c-sender]
+        [--pipelines native,python,c] [--no-c-forward] [--no-kernel] [--no-c-sender]
 """
 
 from __future__ import annotations
@@ -335,7 +335,7 @@ def main() -> int:
                    "shared machine stalls the switch now and then)")
     p.add_argument("--flood", type=float, default=3.0, help="seconds of the flood run")
     p.add_argument("--latency", type=float, default=2.0, help="seconds of stamped frames")
-    p.add_argument("--pipelines", default="native,python",
+    p.add_argument("--pipelines", default="native,python,c",
                    help="p4switch's pipelines to measure (some of native, python, c)")
     p.add_argument("--no-kernel", action="store_true",
                    help="skip the kernel's own limit (tc mirred redirect)")
