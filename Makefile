@@ -58,6 +58,7 @@ bench-runtime: setup
 bench-switch: setup  # (root)
 	$(BIN)/python bench/switch_pps.py
 	$(BIN)/python bench/chain_hops.py --rates 1000,8000
+	$(BIN)/python bench/chain_hops.py --rates 1000,8000 --pipeline c
 	$(BIN)/python bench/chain_hops.py --rates 1000,8000 --target c-forward
 
 bench-traffic: setup
@@ -69,7 +70,7 @@ bench-traffic: setup
 bench-fabric: setup  # (root)
 	$(BIN)/python bench/topos_bringup.py
 	$(BIN)/python bench/fabric_bringup.py
-	$(BIN)/python bench/fabric_capacity.py --quick
+	$(BIN)/python bench/fabric_capacity.py --quick --pipelines native,c
 
 bench-lb: setup
 	$(BIN)/python bench/lb_engine_pps.py
