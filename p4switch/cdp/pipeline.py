@@ -28,11 +28,10 @@ from p4switch.runtime import RuntimeState
 from p4switch.runtime.entries import Entry, GroupRef, MemberRef, OneShot
 
 from .build import C_DIR, load_library
-from .gen.controls import Layout
+from .gen.controls import MAX_ARGS, Layout
 from .gen.program import generate, program_info
 from .tables import MAX_PORTS, SOURCES, CSelector, CTable, PortStates, configure
 
-MAX_ARGS = 16  # CDP_MAX_ARGS
 REF_ACTION, REF_MEMBER, REF_GROUP = 0, 1, 2  # enum cdp_ref
 _FRAMES = 1024  # the most frames one packet may make in `process`
 _u32, _u64, _ptr = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_void_p

@@ -42,6 +42,7 @@ from .parser import bind_params
 from .types import nbytes, scalar_ctype, wide
 
 STAGES = ("verify_checksum", "ingress", "egress", "compute_checksum")
+MAX_ARGS = 16  # CDP_MAX_ARGS (c/pipeline.h): action data a table entry carries
 
 
 @dataclass
@@ -378,6 +379,9 @@ class CControlGen:
             for r in table_actions(self.ctx, decl):
                 number = self.layout.action(self.action_name(r.sym))
                 n_data = len([p for p in r.sym.decl.params if not p.direction])
+                if n_data > MAX_ARGS:
+                    raise UnsupportedConstruct(r.sym.decl.pos, f"an action with more than "
+                                                               f"{MAX_ARGS} data parameters, in C")
                 em.line(f"case {number}: /* {self.action_name(r.sym)} */")
                 with em.block(""):
                     data = [f"{e}->args[{i}]" for i in range(n_data)]
