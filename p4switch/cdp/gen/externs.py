@@ -21,7 +21,7 @@ import re
 from typing import TYPE_CHECKING
 
 from p4switch.backend.env import Env
-from p4switch.backend.externs import field_leaves
+from p4switch.backend.externs import _field_path, field_leaves
 from p4switch.frontend import ast as A
 from p4switch.frontend.diagnostics import UnsupportedConstruct
 from p4switch.frontend.symbols import InstanceSym
@@ -367,16 +367,6 @@ class CExternGen:
 
 _LOCAL = re.compile(r"\b[A-Za-z_]\w*_\d+\b")  # a C local of the stage (CEmitter.fresh)
 CDP_DIGEST_FIELDS = 32  # c/pipeline.h
-
-
-def _field_path(e: A.Expr) -> bool:
-    """A reference to a header/metadata field (backend/externs.py's: what BMv2 reads when
-    ingress ends)."""
-    while isinstance(e, (A.Member, A.Index)):
-        if isinstance(e, A.Index) and e.index.const is None:
-            return False
-        e = e.expr
-    return isinstance(e, A.Name)
 
 
 def _has_wide(t: object) -> bool:
