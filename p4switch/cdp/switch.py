@@ -132,7 +132,11 @@ class CSwitchDataplane(Dataplane):
             with self.device.lock:
                 engine = self._take_over()
                 if isinstance(engine, CEngine):
-                    self._python_side(engine)
+                    try:
+                        self._python_side(engine)
+                    except Exception:  # a bug here must not stop the switch's packets
+                        self.stats.engine_errors += 1
+                        log.exception("data plane: the C loop's Python side failed")
             if not isinstance(engine, CEngine):
                 run_dataplanes([self])  # until stopped, or a program installed
                 continue
