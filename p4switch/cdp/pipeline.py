@@ -207,7 +207,7 @@ class CPipeline:
         for name in layout.profiles:
             self._sync_profile(name)
         for p in range(self._ports.nports):
-            self._ports.set(p, state.port_up is None or bool(state.port_up(p)))
+            self._ports.set(p, bool(state.port_up(p)))
         self._sync_pre()
 
     def _record(self, action, profile) -> _Entry:

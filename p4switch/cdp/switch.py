@@ -100,8 +100,9 @@ class CSwitchDataplane(Dataplane):
                 raise OSError(f"cdp_switch_watch({fd}) failed")
         device.on_write(self._state_changed)
         self._generation = device.generation
-        self._c_items = False  # the queues hold C items (struct cdp_item), not Python ones
-        self._running: CEngine | None = None  # the engine the C loop runs (kept alive)
+        # the engine the C loop runs (kept alive); while there is one, the queues hold C items
+        # (struct cdp_item), else Python ones
+        self._running: CEngine | None = None
         self._frame = ctypes.create_string_buffer(65536 + 16384)
 
     # -- called from other threads --------------------------------------------------------
@@ -149,16 +150,14 @@ class CSwitchDataplane(Dataplane):
         engine = self.device.engine
         if self.device.generation != self._generation:
             self._generation = self.device.generation
-            if self._c_items:
+            if self._running is not None:
                 self._lib.cdp_switch_clear_queues(self._sw)
             self.tm.clear()
-            self._c_items = False
+            self._running = None
+            self._lib.cdp_switch_set_engine(self._sw, None)
         if isinstance(engine, CEngine) and engine is not self._running:
             self._lib.cdp_switch_set_engine(self._sw, engine.address)
-            self._running, self._c_items = engine, True
-        elif not isinstance(engine, CEngine):
-            self._lib.cdp_switch_set_engine(self._sw, None)
-            self._running = None
+            self._running = engine
         return engine
 
     def _python_side(self, engine: CEngine) -> None:
@@ -189,7 +188,7 @@ class CSwitchDataplane(Dataplane):
 
     def close(self) -> None:
         if self._sw:
-            if self._c_items:
+            if self._running is not None:
                 self._lib.cdp_switch_clear_queues(self._sw)
             self._lib.cdp_switch_free(self._sw)
             self._sw = None

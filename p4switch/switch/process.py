@@ -137,24 +137,23 @@ class Switch:
         """With --pipeline c, the data plane whose loop is in C (p4switch/cdp/switch.py) where
         it can serve this switch; else the Python one."""
         opts = self.opts
-        tm = TrafficManager(opts.priority_queues)
-        if opts.pipeline != "c":
-            return Dataplane(device, self.ports, tm, self.linkmon)
-        why = ("it logs every packet (-L trace)" if trace is not None else
-               "it captures packets (--pcap)" if opts.pcap_dir else
-               "it shares its process with other switches" if not self.alone else "")
-        if not why:
-            from p4switch.cdp.switch import CSwitchDataplane
-            from p4switch.cdp.tm import CTrafficManager
-            from p4switch.native import NativeUnavailable
+        if opts.pipeline == "c":
+            why = ("it logs every packet (-L trace)" if trace is not None else
+                   "it captures packets (--pcap)" if opts.pcap_dir else
+                   "it shares its process with other switches" if not self.alone else "")
+            if not why:
+                from p4switch.cdp.switch import CSwitchDataplane
+                from p4switch.cdp.tm import CTrafficManager
+                from p4switch.native import NativeUnavailable
 
-            try:
-                return CSwitchDataplane(device, self.ports, CTrafficManager(opts.priority_queues),
-                                        self.linkmon, self._link_bps, opts.pfc)
-            except (NativeUnavailable, OSError, ValueError) as exc:
-                why = str(exc)
-        log.warning("--pipeline c: the data-plane loop runs in Python: %s", why)
-        return Dataplane(device, self.ports, tm, self.linkmon)
+                try:
+                    return CSwitchDataplane(device, self.ports,
+                                            CTrafficManager(opts.priority_queues), self.linkmon,
+                                            self._link_bps, opts.pfc)
+                except (NativeUnavailable, OSError, ValueError) as exc:
+                    why = str(exc)
+            log.warning("--pipeline c: the data-plane loop runs in Python: %s", why)
+        return Dataplane(device, self.ports, TrafficManager(opts.priority_queues), self.linkmon)
 
     def _open_ports(self) -> None:
         """All ports side by side: setting up a port's rings waits for the kernel (RCU grace

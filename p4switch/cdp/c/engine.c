@@ -27,7 +27,7 @@ struct cdp_engine {
     void *scratch;    /* headers, metadata and standard metadata of a pass */
 };
 
-static uint64_t monotonic_ns(void)
+uint64_t cdp_monotonic_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -38,7 +38,7 @@ static uint64_t now_us(const struct cdp_engine *eng)
 {
     if (eng->fixed_now >= 0)
         return (uint64_t)eng->fixed_now;
-    return (monotonic_ns() - eng->start_ns) / 1000;
+    return (cdp_monotonic_ns() - eng->start_ns) / 1000;
 }
 
 static size_t align8(size_t n)
@@ -56,7 +56,7 @@ struct cdp_engine *cdp_engine_new(const struct cdp_program *program, struct cdp_
     eng->st = state;
     eng->queues = priority_queues;
     eng->fixed_now = -1;
-    eng->start_ns = monotonic_ns();
+    eng->start_ns = cdp_monotonic_ns();
     eng->frame = malloc(FRAME_ROOM);
     eng->scratch = malloc(align8(program->hdr_size) + align8(program->meta_size) +
                           align8(program->sm_size));

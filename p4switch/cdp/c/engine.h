@@ -48,6 +48,9 @@ struct cdp_copies {
 
 struct cdp_engine;
 
+/* CLOCK_MONOTONIC in ns: the engine's clock, and the switch loop's. */
+uint64_t cdp_monotonic_ns(void);
+
 /* NULL if out of memory. Its clock: µs since it was made, unless set otherwise. */
 struct cdp_engine *cdp_engine_new(const struct cdp_program *program, struct cdp_state *state,
                                   uint32_t priority_queues);

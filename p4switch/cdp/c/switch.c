@@ -7,7 +7,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #define BATCH 64           /* frames taken from one port per wake-up */
@@ -35,9 +34,7 @@ struct cdp_switch {
 
 static double monotonic(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return (double)cdp_monotonic_ns() * 1e-9;
 }
 
 struct cdp_switch *cdp_switch_new(struct cdp_engine *eng, struct cdp_tm *tm,

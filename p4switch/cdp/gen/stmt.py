@@ -91,9 +91,7 @@ class CStmtGen:
             self.ctx.em.line(f"{name} = 0;")
 
     def _g_Assign(self, s: A.Assign, env: Env) -> None:
-        if has_side_effects(s.rhs):
-            self.pin_lvalue(s.lhs, env)
-        self.hoist(s.rhs, env)
+        self.hoist(s.rhs, env)  # an lvalue has no run-time index to pin first: C refuses those
         lhs = s.lhs
         if not isinstance(lhs, A.Slice):
             self.assign(s.pos, lhs, lhs.type, s.rhs, env)
@@ -313,9 +311,6 @@ class CStmtGen:
         v = self.ctx.em.declare(ctype, "v")
         self.ctx.em.line(f"{v} = {self.value(e, env)};")
         self.ctx.pre[id(e)] = v
-
-    def pin_lvalue(self, e: A.Expr, env: Env) -> None:
-        """Run-time indexes of an lvalue are evaluated first (none in C: refused there)."""
 
     def header_method(self, c: A.Call, env: Env) -> None:
         f = c.func
