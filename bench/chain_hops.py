@@ -10,7 +10,8 @@ packet-hop: the switches' CPU (utime + stime from /proc), their context switches
 woken with work; involuntary: preempted), and the loss.
 
     sudo .venv/bin/python bench/chain_hops.py [--switches 4] [--rates 1000,4000]
-        [--size 1000] [--seconds 4] [--program ecmp] [--target p4switch|bmv2|c-forward]
+        [--size 1000] [--mtu 9000] [--seconds 4] [--program ecmp]
+        [--target p4switch|bmv2|c-forward]
         [--htb MBPS]
         [--per-process K] [--pipeline native|python|c]
 
@@ -54,8 +55,7 @@ def chain_links(bench: Bench, switches: int, htb_mbps: float | None) -> list[dic
     ports = [{1: first} for _ in range(switches)]
     for i in range(switches - 1):
         a, b = f"{bench.tag}c{i}a", f"{bench.tag}c{i}b"
-        sh("ip", "link", "add", a, "type", "veth", "peer", "name", b)
-        bench.links.append(a)
+        bench.veth(a, b)
         for end in (a, b):
             sh("sysctl", "-qw", f"net.ipv6.conf.{end}.disable_ipv6=1")
             sh("ip", "link", "set", end, "up")
@@ -76,6 +76,8 @@ def main() -> int:
     p.add_argument("--switches", type=int, default=4)
     p.add_argument("--rates", default="1000,4000", help="packets/s of the flow, one run each")
     p.add_argument("--size", type=int, default=1000, help="frame bytes")
+    p.add_argument("--mtu", type=int, default=None,
+                   help="MTU of every veth (default the kernel's 1500; 9000 for --size 4138)")
     p.add_argument("--seconds", type=float, default=4.0)
     p.add_argument("--program", default="ecmp")
     p.add_argument("--pipeline", default="native", choices=("native", "python", "c"),
@@ -103,7 +105,7 @@ def main() -> int:
         if args.pipeline == "native" and native_missing(args.program):
             return 1
         options = ("--pipeline", args.pipeline)
-    bench = Bench()
+    bench = Bench(args.mtu)
     procs = []
     shaped = f"HTB {args.htb:g} Mb/s" if args.htb else "unshaped"
     per = f"{args.per_process} per process" if args.per_process > 1 else "one process each"

@@ -157,11 +157,20 @@ class Bench:
     root namespace; names carry this process's pid. SIGTERM ends the bench through its
     `finally` clauses, so `cleanup` still runs."""
 
-    def __init__(self) -> None:
+    def __init__(self, mtu: int | None = None) -> None:
+        """`mtu`: of every veth (None: the kernel's 1500)."""
         self.tag = f"swb{os.getpid() % 10000}"
+        self.mtu = mtu
         self.ns: list[str] = []
         self.links: list[str] = []
         signal.signal(signal.SIGTERM, lambda signum, _: sys.exit(128 + signum))
+
+    def veth(self, name: str, peer: str, *peer_options: str) -> None:
+        """A veth pair `name` - `peer` (`peer_options`: e.g. its namespace), at `mtu`."""
+        mtu = ["mtu", str(self.mtu)] if self.mtu is not None else []
+        sh("ip", "link", "add", name, *mtu, "type", "veth", "peer", "name", peer, *mtu,
+           *peer_options)
+        self.links.append(name)
 
     def setup(self) -> tuple[str, str]:
         for i in (1, 2):
@@ -170,8 +179,7 @@ class Bench:
             self.ns.append(ns)
             sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
             sw = f"{self.tag}p{i}"
-            sh("ip", "link", "add", sw, "type", "veth", "peer", "name", "eth0", "netns", ns)
-            self.links.append(sw)
+            self.veth(sw, "eth0", "netns", ns)
             sh("sysctl", "-qw", f"net.ipv6.conf.{sw}.disable_ipv6=1")
             sh("ip", "link", "set", sw, "up")
             sh("ip", "-n", ns, "link", "set", "eth0", "up")

@@ -19,7 +19,7 @@ Terms used throughout:
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -82,9 +82,10 @@ class Endpoint:
 
 @dataclass
 class Link:
-    """A point-to-point link; rate in Mb/s, one-way delay in ms, queue depth in packets.
+    """A point-to-point link; rate in Mb/s, one-way delay in ms, queue depth in packets, MTU
+    in bytes (IP packet; both ends and the patch between them).
 
-    None means "not shaped" for that property.
+    None means "not shaped" for that property (the MTU: the kernel's 1500).
     """
 
     a: Endpoint
@@ -92,6 +93,7 @@ class Link:
     rate_mbps: float | None = None
     delay_ms: float | None = None
     queue_pkts: int | None = None
+    mtu: int | None = None
 
     def other(self, node: str) -> Endpoint:
         """The endpoint facing `node` (the far end of this link as seen from `node`)."""
@@ -198,6 +200,10 @@ class FabricSpec:
         return [(ln.other(nic_name).node, ln.other(nic_name).port)
                 for ln in self.links_of(nic_name)]
 
+    def with_mtu(self, mtu: int | None) -> FabricSpec:
+        """This fabric with every link's MTU `mtu` (a copy)."""
+        return replace(self, links=[replace(ln, mtu=mtu) for ln in self.links])
+
     def to_networkx(self) -> nx.MultiGraph:
         """Switches and NICs as nodes (attribute `kind`), one edge per link with its ports."""
         import networkx as nx
@@ -238,7 +244,7 @@ class FabricSpec:
                    for h in data.get("hosts", [])],
             links=[Link(a=Endpoint(**ln["a"]), b=Endpoint(**ln["b"]),
                         rate_mbps=ln.get("rate_mbps"), delay_ms=ln.get("delay_ms"),
-                        queue_pkts=ln.get("queue_pkts"))
+                        queue_pkts=ln.get("queue_pkts"), mtu=ln.get("mtu"))
                    for ln in data.get("links", [])],
         )
 

@@ -13,6 +13,7 @@ from topos.model import CPU_PORT, DROP_PORT, FabricSpec
 
 _MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 _BAD_IFNAME = re.compile(r"[\s/:]")
+MIN_MTU, MAX_MTU = 1280, 65535  # IPv6's minimum link MTU; a veth's largest
 
 
 class FabricError(FabricLabError, ValueError):
@@ -98,6 +99,8 @@ def _check_links(spec: FabricSpec) -> list[str]:
             problems.append(f"{label}: delay {ln.delay_ms} ms must be >= 0")
         if ln.queue_pkts is not None and ln.queue_pkts < 1:
             problems.append(f"{label}: queue depth {ln.queue_pkts} packets must be >= 1")
+        if ln.mtu is not None and not MIN_MTU <= ln.mtu <= MAX_MTU:
+            problems.append(f"{label}: MTU {ln.mtu} bytes must be {MIN_MTU}-{MAX_MTU}")
     ends = [end for ln in spec.links for end in (ln.a, ln.b)]
     for (node, port), n in Counter((e.node, e.port) for e in ends).items():
         if n > 1:

@@ -1,9 +1,10 @@
 """The live failover demo: HPN 7.0 on the embedded switch, flows, three recoveries, the verdict.
 
-`fabric-lab demo` (and `sudo make demo`) brings the fabric up with its links at `link_mbps`
-(100 Mb/s, queues of `queue_pkts` = 1000), starts RoCEv2-format flows of 1000-byte datagrams
-at 500 packets/s each (4 Mb/s; 5 packets per 10 ms bin: an outage of 50 ms is five empty
-bins; on BMv2 150 packets/s of 256 bytes, `FLOW_RATES`), and runs the stages of
+`fabric-lab demo` (and `sudo make demo`) brings the fabric up with its links unshaped
+(`link_mbps` = 0; queues of `queue_pkts` = 1000, an MTU of `LINK_MTU`), starts RoCEv2-format
+flows of 4096-byte datagrams at 1600 packets/s each (52 Mb/s; 16 packets per 10 ms bin: an
+outage of 50 ms is 80 packets lost; on BMv2 150 packets/s of 256 bytes, `FLOW_RATES`), and runs
+the stages of
 `experiments.demo.stages` back to back: data-plane fast failover, controller reroute, silent
 drop found by the probes (and, on request, no failover at all). The terminal view
 (`experiments.demo.view`) and, with `--web`, the browser show it live; at the end it prints
@@ -35,7 +36,7 @@ from experiments.demo.plot import (
 )
 from experiments.demo.stages import DEFAULT_KINDS, EventLog, Stage, plan_stages, run_stages
 from experiments.demo.view import LiveView
-from experiments.framework.failover_lab import FailoverLab, FlowRun, relieved_pps
+from experiments.framework.failover_lab import LINK_MTU, FailoverLab, FlowRun, relieved_pps
 from experiments.framework.recovery import loss_window
 from experiments.framework.results import ResultDir, allocate
 from topos import FabricSpec, build_fabric
@@ -74,19 +75,21 @@ def _first_reroute(events: list[LinkEvent], t_fail: float) -> LinkEvent | None:
 
 
 # per-flow packets/s and datagram size by target (docs/rates.md): 8 flows x 3 switch hops at
-# 500/s are 12,000 packet-hops/s, about half of what a fabric of p4switches carries without
-# loss on two cores; at 150/s, 3,600, half of what BMv2 carries
-FLOW_RATES = {"p4switch": (500.0, 1000), "bmv2": (150.0, 256)}
+# 1600/s are 38,400 packet-hops/s, about two thirds of what a fabric of p4switches carries
+# without loss on two cores; at 150/s, 3,600, half of what BMv2 carries
+FLOW_RATES = {"p4switch": (1600.0, 4096), "bmv2": (150.0, 256)}
 
 
 def with_link_rate(spec: FabricSpec, link_mbps: float, queue_pkts: int) -> FabricSpec:
-    """`spec` with every rate-limited link at `link_mbps` or more and every queue of at least
-    `queue_pkts` (unshaped links stay so): the flows a failure moves onto one link must fit on
-    it, and a burst a switch sends after the machine kept it off the CPU must fit in the queue,
-    or queues, not the failure, drop packets (docs/rates.md)."""
+    """`spec` with every rate-limited link at `link_mbps` or more (0: no link rate-limited) and
+    every queue of at least `queue_pkts` (unshaped links stay so): the flows a failure moves
+    onto one link must fit on it, and a burst a switch sends after the machine kept it off the
+    CPU must fit in the queue, or queues, not the failure, drop packets (docs/rates.md)."""
     links = []
     for ln in spec.links:
-        if ln.rate_mbps is not None and ln.rate_mbps < link_mbps:
+        if not link_mbps:
+            ln = dataclasses.replace(ln, rate_mbps=None)
+        elif ln.rate_mbps is not None and ln.rate_mbps < link_mbps:
             ln = dataclasses.replace(ln, rate_mbps=link_mbps)
         if ln.queue_pkts is not None and ln.queue_pkts < queue_pkts:
             ln = dataclasses.replace(ln, queue_pkts=queue_pkts)
@@ -148,24 +151,26 @@ def run_demo(*, kinds: tuple[str, ...] | list[str] = DEFAULT_KINDS, fabric: str 
              target: str = "p4switch", before_s: float = 3.0, hold_s: float = 3.0,
              between_s: float = 2.0, after_s: float = 3.0, pps: float | None = None,
              size: int | None = None,
-             link_mbps: float = 100.0, queue_pkts: int = 1000, flows_per_pair: int = 4,
+             link_mbps: float = 0.0, queue_pkts: int = 1000, mtu: int = LINK_MTU,
+             flows_per_pair: int = 4,
              out: Path | None = None, base: Path = Path("results"),
              stream: TextIO = sys.stdout, tty: bool | None = None,
              spec: FabricSpec | None = None, attach: Attach | None = None,
              lab_options: dict | None = None) -> Path:
     """Run the demo; returns the timeline plot's path, raises `DemoFailed` when a flow did not
-    recover. `spec` replaces the built fabric (links raised to `link_mbps`, `queue_pkts`);
+    recover. `spec` replaces the built fabric (links raised to `link_mbps` or unshaped,
+    `queue_pkts`, `mtu`);
     `attach(lab, state, events)` is entered while the fabric runs (a web view); `lab_options` go
     to `FailoverLab` (e.g. reconverge=False)."""
     default_pps, default_size = FLOW_RATES.get(target, FLOW_RATES["p4switch"])
     pps, size = pps or default_pps, size or default_size
-    spec = with_link_rate(spec or build_fabric(fabric), link_mbps, queue_pkts)
+    spec = with_link_rate(spec or build_fabric(fabric), link_mbps, queue_pkts).with_mtu(mtu)
     result = ResultDir(allocate("demo", out, base))
     bin_s = 0.01
     drop = 0.3
     params = {"fabric": spec.name, "kinds": list(kinds), "before_s": before_s, "hold_s": hold_s,
               "between_s": between_s, "after_s": after_s, "pps": pps, "size": size,
-              "link_mbps": link_mbps, "queue_pkts": queue_pkts,
+              "link_mbps": link_mbps, "queue_pkts": queue_pkts, "mtu": mtu,
               "bin_s": bin_s, "flows_per_pair": flows_per_pair, "drop": drop}
     result.write_params("demo", params, target=target, fabric=spec.name)
     tty = stream.isatty() if tty is None else tty

@@ -9,12 +9,13 @@ before the failure to the first after it, or for a silent drop the span of its l
 the failover lost nothing), packets lost (and how many when the link came back), and time back
 to full throughput.
 
-Rates (docs/rates.md): every flow sends `pps` = 500 datagrams/s of `size` = 1000 bytes, 4 Mb/s
-(5 packets per 10 ms bin, so the loss window is resolved to 2 ms), on links
-of `link_mbps` = 100 with queues of `queue_pkts` = 1000: well above what the flows sharing a link
-need even after a failure moves them together, and deep enough for the burst a switch sends
-after the busy machine kept it off the CPU, so no queue drops a packet: every loss is the
-failure's. On BMv2 the flows send 120 datagrams/s of 256 bytes (`per_target`).
+Rates (docs/rates.md): every flow sends `pps` = 1600 datagrams/s of `size` = 4096 bytes,
+52 Mb/s (16 packets per 10 ms bin, so the loss window is resolved to 0.6 ms), on links with an
+MTU of `mtu` = 4200 (RoCE's 4096-byte path MTU), not rate-limited (`link_mbps` = 0; a rate
+gives their flows nothing to show and costs a qdisc pass per frame), with queues of
+`queue_pkts` = 1000, deep enough for the burst a switch sends after the busy machine kept it
+off the CPU, so no queue drops a packet: every loss is the failure's. On BMv2 the flows send
+120 datagrams/s of 256 bytes (`per_target`).
 
 Files: `outcomes.csv` (one row per flow and trial), `timeline.csv` (10 ms throughput bins per
 flow, time relative to the failure), `events.csv` (the controller's link events); plots
@@ -34,7 +35,7 @@ import matplotlib.pyplot as plt
 
 from experiments.failover.trial import run_trial
 from experiments.framework import Experiment, ExperimentError, RunContext, scaled_fabric
-from experiments.framework.failover_lab import KINDS, FailoverLab, relieved_pps, settle
+from experiments.framework.failover_lab import KINDS, LINK_MTU, FailoverLab, relieved_pps, settle
 from experiments.framework.figures import save_figure
 from experiments.framework.recovery import rolling_mean
 from experiments.framework.results import ResultDir
@@ -54,8 +55,9 @@ def run(ctx: RunContext) -> None:
     if unknown:
         raise ExperimentError(f"failover: unknown kind(s) {', '.join(unknown)}; "
                               f"choose from {', '.join(KINDS)}")
-    spec = scaled_fabric(ctx.fabric or params["fabric"], params, rate_mbps=params["link_mbps"],
-                         queue_pkts=params["queue_pkts"])
+    spec = scaled_fabric(ctx.fabric or params["fabric"], params,
+                         rate_mbps=params["link_mbps"] or None,  # 0: not rate-limited
+                         queue_pkts=params["queue_pkts"]).with_mtu(params["mtu"])
     outcomes, timeline, events = [], [], []
     with FailoverLab(spec, target=ctx.target, log_dir=ctx.out.path / "logs",
                      probe_period=params["probe_period_s"], cluster=ctx.cluster) as lab:
@@ -174,7 +176,8 @@ EXPERIMENT = Experiment(
             "dual-homed NIC's ToR or a silently dropping link fails",
     duration="about 1-1.5 min with --quick, 3 min in full; Mininet, root",
     defaults={"fabric": "hpn7", "kinds": list(KINDS), "trials": 3, "flows_per_pair": 3,
-              "pps": 500.0, "size": 1000, "link_mbps": 100.0, "queue_pkts": 1000,
+              "pps": 1600.0, "size": 4096, "link_mbps": 0.0, "queue_pkts": 1000,
+              "mtu": LINK_MTU,
               "before_s": 1.5, "fail_s": 4.0, "after_s": 1.0,
               "drop": 0.3, "probe_period_s": 1.0},
     quick={"trials": 1},

@@ -43,11 +43,15 @@ if TYPE_CHECKING:
     from targets import Target
     from topos.mininet.cluster import ClusterOptions
 
-__all__ = ["KINDS", "FailoverLab", "Failure", "Flow", "FlowRun", "pick_failure", "settle"]
+__all__ = ["KINDS", "LINK_MTU", "FailoverLab", "Failure", "Flow", "FlowRun", "pick_failure", "settle"]
 
 PROGRAM = program_path("ecmp")
 KINDS = ("uplink", "downlink", "tor", "silent")
 TRACE_PACKETS = 40
+# The links' MTU for the failover flows: RoCE's 4096-byte path MTU, which Ethernet's 1500 does
+# not carry (RoCE fabrics set 4200 or more). Four times fewer packets carry the same Mb/s, and
+# packets, more than bytes, are what the machine's two cores pay for (docs/rates.md).
+LINK_MTU = 4200
 
 
 @dataclass

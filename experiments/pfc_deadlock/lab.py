@@ -49,7 +49,10 @@ class DeadlockLab(SessionLab):
         self.channels: dict[str, RuntimeCli] = {}
         self.session = FabricSession(
             spec, program=program_path("ecmp"), log_dir=log_dir,
-            target=self.target.with_queues(8, params["link_mbps"]),
+            # the PFC watchdog and pause hold are in the Python traffic manager, which the
+            # native pipeline runs on (the C data plane has neither)
+            target=self.target.with_queues(8, params["link_mbps"]).with_options(
+                "--pipeline", "native"),
             setup={"queue rates": self._open_queues})
 
     # ---- bring-up ----------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """`fabric-lab demo`: the live failover demo (about a minute).
 
-Brings up the HPN 7.0 fabric on the embedded p4switch target, starts RoCEv2 flows (500 packets/s
-of 1000 bytes each, 4 Mb/s; 150/s of 256 bytes on BMv2: docs/rates.md), so a 50 ms outage is five
-empty 10 ms bins, and runs three recoveries back to back:
+Brings up the HPN 7.0 fabric on the embedded p4switch target, starts RoCEv2 flows (1600
+packets/s of 4096 bytes each, 52 Mb/s, on jumbo-frame links; 150/s of 256 bytes on BMv2:
+docs/rates.md), so a 50 ms outage is 80 packets lost, and runs three recoveries back to back:
 a ToR uplink fails (data-plane fast failover: nothing to see), an aggregation downlink fails (the
 controller reroutes: a short gap), an uplink silently drops 30% (the probes find it: a long
 lossy stretch); `--contrast` adds the downlink failure with the controller paused (no failover:
@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--after", type=float, default=3.0, metavar="S",
                         help="seconds of flows after the last restore (default 3)")
     parser.add_argument("--pps", type=float, default=None, metavar="N",
-                        help="packets per second per flow (default: 500 of 1000 bytes, 4 Mb/s, "
+                        help="packets per second per flow (default: 1600 of 4096 bytes, 52 Mb/s, "
                              "on p4switch; 150 of 256 bytes on BMv2; 8 flows)")
     parser.add_argument("--web", action="store_true",
                         help="also show it in the browser: serves a page on 127.0.0.1")

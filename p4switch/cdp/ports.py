@@ -27,6 +27,7 @@ class CPort(ctypes.Structure):
         ("rx_packets", ctypes.c_uint64), ("rx_bytes", ctypes.c_uint64),
         ("tx_packets", ctypes.c_uint64), ("tx_bytes", ctypes.c_uint64),
         ("tx_errors", ctypes.c_uint64), ("truncated", ctypes.c_uint64),
+        ("slot", ctypes.c_uint32),
     ]
 
 
@@ -53,6 +54,7 @@ def c_port(port: RawPort, into: CPort | None = None) -> CPort:
     c.number, c.fd, c.direct_fd = port.number, port.fileno(), layout.direct_fd
     c.rx, c.rx_slots, c.tx, c.tx_slots = layout.rx, layout.rx_slots, layout.tx, layout.tx_slots
     c.tx_max_len, c.rx_head, c.tx_head = layout.tx_max_len, layout.rx_head, layout.tx_head
+    c.slot = layout.slot
     return c
 
 

@@ -1,4 +1,4 @@
-"""The switch's data plane with its loop in C (c/switch.c), for `p4switch --pipeline c`.
+"""The switch's data plane with its loop in C (c/switch.c), for `p4switch --pipeline auto|c`.
 
 `CSwitchDataplane` is a Dataplane whose ports are the C side's from the start (CRingPort: the
 Python loop, when it runs, reads and writes them through the C functions too) and whose traffic
@@ -33,10 +33,9 @@ from .build import C_DIR, load_library
 from .engine import CEngine
 from .ports import CPort, CRingPort
 from .tables import SOURCES
-from .tm import CTrafficManager
+from .tm import PORTS, CTrafficManager
 
 log = logging.getLogger("p4switch.dataplane")
-MAX_PORTS = 512  # CDP_TM_PORTS
 _ptr, _u32 = ctypes.c_void_p, ctypes.c_uint32
 
 
@@ -71,7 +70,7 @@ class _NoPauseHold(PauseHold):
 
     def set_threshold(self, threshold: int | None) -> None:
         if threshold is not None:
-            raise ValueError("no pause hold on the C data plane (p4switch --pipeline c); "
+            raise ValueError("no pause hold on the C data plane (p4switch --pipeline auto or c); "
                              "run the switch with --pipeline native for it")
 
 
@@ -88,8 +87,8 @@ class CSwitchDataplane(Dataplane):
         super().__init__(device, dict(rings), tm, linkmon)  # type: ignore[arg-type]
         self.raw_ports = ports
         self.pause_hold = _NoPauseHold(lambda port, prio: 0, self._pfc_link_bps)
-        bps = (ctypes.c_double * MAX_PORTS)(*[link_bps(p) if p in ports else 10e9
-                                              for p in range(MAX_PORTS)])
+        bps = (ctypes.c_double * PORTS)(*[link_bps(p) if p in ports else 10e9
+                                              for p in range(PORTS)])
         cpu = device.cpu_port if device.cpu_port is not None else -1
         self._sw = self._lib.cdp_switch_new(None, tm._tm, self._cports, len(numbers), cpu,
                                             device.start, int(pfc), bps, tm.priority_queues)

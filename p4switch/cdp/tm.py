@@ -9,9 +9,10 @@ from collections.abc import Callable
 from typing import Any
 
 from p4switch.cdp.build import C_DIR, load_library
-from p4switch.switch.tm import Dequeued, QueueStats
+from p4switch.switch.tm import Dequeued, QueueStats, check_priority
 
 _MAX_OUT = 4096  # packets one dequeue_due call hands back (it is called again for the rest)
+PORTS = 512  # CDP_TM_PORTS (c/tm.h): v1model's 9-bit ports
 
 
 class _Queue(ctypes.Structure):
@@ -71,29 +72,28 @@ class CTrafficManager:
             self._tm = None
 
     def _check(self, ok: int, port: int | None, priority: int | None) -> None:
-        if ok < 0:
-            raise ValueError(f"priority {priority} or port {port} out of range: the switch has "
-                             f"{self.priority_queues} priority queue(s) per port")
-
-    def _prio(self, priority: int | None) -> int:
-        """C's priority argument: -1 for every priority (None); one it refuses if negative."""
-        if priority is None:
-            return -1
-        return priority if priority >= 0 else self.priority_queues
+        """ValueError, in TrafficManager's words, where C refused a queue (`ok` < 0)."""
+        if ok >= 0:
+            return
+        check_priority(priority, self.priority_queues)
+        if port is not None and not 0 <= port < PORTS:
+            raise ValueError(f"port {port} out of range: the traffic manager has ports "
+                             f"0-{PORTS - 1}")
+        raise MemoryError("the C traffic manager has no memory for the queues of a port")
 
     def set_queue_depth(self, depth: int, port: int | None = None,
                         priority: int | None = None) -> None:
         if depth < 0:
             raise ValueError(f"queue depth must be >= 0, got {depth}")
-        self._check(self._lib.cdp_tm_set_depth(self._tm, depth, _or(port), self._prio(priority)),
+        self._check(self._lib.cdp_tm_set_depth(self._tm, depth, _or(port), _prio(priority)),
                     port, priority)
 
     def set_queue_rate(self, rate_pps: float, port: int | None = None,
                        priority: int | None = None) -> None:
         if rate_pps < 0:
             raise ValueError(f"queue rate must be >= 0, got {rate_pps}")
-        self._check(self._lib.cdp_tm_set_rate(self._tm, rate_pps, _or(port),
-                                              self._prio(priority)), port, priority)
+        self._check(self._lib.cdp_tm_set_rate(self._tm, rate_pps, _or(port), _prio(priority)),
+                    port, priority)
 
     def pause(self, port: int, priority: int, seconds: float) -> bool:
         self._check(self._lib.cdp_tm_pause(self._tm, port, priority, seconds, self.clock()),
@@ -135,7 +135,7 @@ class CTrafficManager:
     def _queue(self, port: int, priority: int) -> _Queue:
         q = self._lib.cdp_tm_queue(self._tm, port, priority)
         if not q:
-            raise ValueError(f"no queue ({port}, {priority})")
+            self._check(-1, port, priority)
         return q.contents
 
     def is_paused(self, port: int, priority: int) -> bool:
@@ -144,12 +144,12 @@ class CTrafficManager:
     def set_watchdog(self, config: object | None) -> None:
         """The PFC watchdog, which this traffic manager does not have (None: off, as it is)."""
         if config is not None:
-            raise ValueError("no PFC watchdog on the C data plane (p4switch --pipeline c); run "
-                             "the switch with --pipeline native for it")
+            raise ValueError("no PFC watchdog on the C data plane (p4switch --pipeline auto or "
+                             "c); run the switch with --pipeline native for it")
 
     def held_depth(self, ingress_port: int, priority: int) -> int:
         """What the pause hold reads, which this traffic manager does not keep."""
-        raise ValueError("no pause hold on the C data plane (p4switch --pipeline c)")
+        raise ValueError("no pause hold on the C data plane (p4switch --pipeline auto or c)")
 
     def watchdog_report(self) -> str:
         return "PFC watchdog: off (none on the C data plane)"
@@ -172,3 +172,9 @@ class CTrafficManager:
 
 def _or(value: int | None) -> int:
     return -1 if value is None else value
+
+
+def _prio(priority: int | None) -> int:
+    """C's priority argument: -1 for every priority (None), and a negative one as one out of
+    range (C reads -1 as every priority)."""
+    return -1 if priority is None else priority if priority >= 0 else 1 << 30

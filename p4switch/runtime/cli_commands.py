@@ -21,6 +21,15 @@ from p4switch.runtime.cli_profiles import ProfileCommands
 from p4switch.runtime.errors import RuntimeApiError
 from p4switch.runtime.state import RuntimeState
 
+# Commands that only read the runtime's state (a pipeline keeping a copy of it, the C data
+# plane's, need not renew it after them); every other command may write it.
+READS = frozenset({
+    "act_prof_dump", "act_prof_dump_group", "act_prof_dump_member", "counter_read",
+    "get_time_elapsed", "help", "mc_dump", "meter_get_rates", "mirroring_get", "register_read",
+    "show_actions", "show_tables", "table_dump", "table_dump_entry", "table_dump_entry_from_key",
+    "table_info", "table_num_entries", "table_show_actions",
+})
+
 # BMv2 CLI commands this interpreter knows but does not implement, and why
 UNSUPPORTED = {
     "table_indirect_set_default": "default members of indirect tables",

@@ -3,12 +3,17 @@
 The data-plane loop holds `lock` per batch of packets; the P4Runtime server and the runtime CLI
 hold it per write, so a packet never sees a half-applied update.
 
-Which pipeline runs a program (`--pipeline`): `native`, its stages compiled to native code
-(p4switch/native.py; built now if not yet kept, an error if it cannot be built); `python`,
-the generated Python; `auto` (the default), native when that build is already kept (p4switch-
-compile --native and `make setup` build it), else Python, never waiting for a build; `c`, the
-C data plane (p4switch/cdp/engine.py), built now, or, for a program it does not run (or a
-switch that logs packets), what `auto` picks, with the reason logged.
+Which pipeline runs a program (`--pipeline`):
+- `auto` (the default): the C data plane (p4switch/cdp/engine.py; its build takes a second or
+  two and is kept in the compile cache) where a C compiler is present, the program is one the
+  C back end runs and the switch does not log packets; else native when that build is already
+  kept (p4switch-compile --native and `make setup` build it), else Python, never waiting for a
+  native build. The reason for each fallback is logged.
+- `c`: as `auto`, the fallbacks logged as warnings (the C data plane was asked for).
+- `native`: its stages compiled to native code (p4switch/native.py; built now if not yet kept,
+  an error if it cannot be built). It has what the C data plane lacks (PFC watchdog, pause
+  hold, meters, P4 functions, `for` loops).
+- `python`: the generated Python, the reference.
 
 Every write to the runtime's state (P4Runtime, the runtime CLI, a link going up or down)
 calls `note_write`, and every P4Runtime read `publish`, so a pipeline that keeps a copy of the
@@ -112,7 +117,7 @@ class Device:
     def _engine(self, program: Any, state: Any, config: Any) -> Any:
         from p4switch import native
 
-        if self.pipeline == "c":
+        if self.pipeline in ("auto", "c"):
             engine = self._c_engine(program, state, config)
             if engine is not None:
                 return engine
@@ -141,14 +146,15 @@ class Device:
         from p4switch.cdp.gen.program import CUnsupported
         from p4switch.native import NativeUnavailable
 
+        fallback = log.warning if self.pipeline == "c" else log.info
         if config.log is not None:
-            log.warning("program %s: not on the C data plane: it does not log packets "
-                        "(this switch logs at info level or below)", program.name)
+            fallback("program %s: not on the C data plane: it does not log packets "
+                     "(this switch logs at info level or below)", program.name)
             return None
         try:
             engine = CEngine(program, state, config, lambda: self.writes, self.start)
         except (CUnsupported, NativeUnavailable) as exc:
-            log.warning("program %s: not on the C data plane: %s", program.name, exc)
+            fallback("program %s: not on the C data plane: %s", program.name, exc)
             return None
         log.info("program %s: C data plane", program.name)
         return engine

@@ -109,9 +109,10 @@ def main_parser() -> argparse.ArgumentParser:
                      help="link rate PFC pause quanta refer to (default: each interface's "
                      "speed; set it to the emulated rate of shaped links)")
     pfc.add_argument("--pipeline", choices=PIPELINES, default="auto",
-                     help="run programs compiled to native code, or as Python; auto (default): "
-                     "native when already built (p4switch-compile --native), else Python; c: "
-                     "the C data plane where it runs the program, else as auto")
+                     help="auto (default): the C data plane where a C compiler is present and "
+                     "it runs the program, else native when already built (p4switch-compile "
+                     "--native), else Python; c: as auto, warning when it falls back; native: "
+                     "compiled to native code (has the PFC watchdog and pause hold); python")
     p.add_argument("program", nargs="?", metavar="PROGRAM",
                    help=".p4 source or p4switch-compile device config (*.p4switch.json)")
     return p

@@ -41,7 +41,8 @@ SO_RCVBUFFORCE = 33
 RECV_BUF = 8 * 1024 * 1024  # BMv2 (libpcap) has 2 MB; see _set_buffers
 MAX_FRAME = 65536
 BATCH = 64  # frames read from one port per wake-up
-RX_RING_FRAMES = 2048  # slots of a port's receive ring (2 KiB each); 0: one recvmsg per frame
+RX_RING_FRAMES = 2048  # 2 KiB slots of a port's receive ring (jumbo: the bytes in fewer, larger
+# slots, rings.slot_size); 0: one recvmsg per frame
 TX_RING_FRAMES = 256  # slots of its transmit ring; 0: one send per frame
 
 
@@ -54,6 +55,7 @@ class RingLayout(NamedTuple):
     direct_fd: int  # the socket that sends what the transmit ring does not take
     rx_head: int  # the next slot to read
     tx_head: int  # the next slot to fill
+    slot: int  # bytes per slot of either ring
 
 
 def _with_vlan_tag(data: bytes, aux: bytes) -> bytes:
@@ -245,7 +247,7 @@ class RawPort:
         if self._tx.pending:
             self.flush()  # the frames queued here go out before the new owner's
         return RingLayout(rx, self._rx.slots, tx, self._tx.slots, self._tx.max_len,
-                          self._direct.fileno(), self._rx.head, self._tx.head)
+                          self._direct.fileno(), self._rx.head, self._tx.head, self._rx.slot)
 
     @property
     def rings(self) -> tuple[bool, bool]:

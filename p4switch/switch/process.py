@@ -134,10 +134,10 @@ class Switch:
                  opts.grpc_addr, opts.device_id, self.cli_server.port)
 
     def _dataplane(self, device: Device, trace: object) -> Dataplane:
-        """With --pipeline c, the data plane whose loop is in C (p4switch/cdp/switch.py) where
-        it can serve this switch; else the Python one."""
+        """With --pipeline auto or c, the data plane whose loop is in C (p4switch/cdp/switch.py)
+        where it can serve this switch; else the Python one."""
         opts = self.opts
-        if opts.pipeline == "c":
+        if opts.pipeline in ("auto", "c"):
             why = ("it logs every packet (-L trace)" if trace is not None else
                    "it captures packets (--pcap)" if opts.pcap_dir else
                    "it shares its process with other switches" if not self.alone else "")
@@ -152,7 +152,8 @@ class Switch:
                                             self._link_bps, opts.pfc)
                 except (NativeUnavailable, OSError, ValueError) as exc:
                     why = str(exc)
-            log.warning("--pipeline c: the data-plane loop runs in Python: %s", why)
+            (log.warning if opts.pipeline == "c" else log.info)(
+                "--pipeline %s: the data-plane loop runs in Python: %s", opts.pipeline, why)
         return Dataplane(device, self.ports, TrafficManager(opts.priority_queues), self.linkmon)
 
     def _open_ports(self) -> None:

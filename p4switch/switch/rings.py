@@ -38,8 +38,9 @@ TP_STATUS_AVAILABLE = 0
 TP_STATUS_SEND_REQUEST = 1
 PACKET_OUTGOING = 4
 
-FRAME_SIZE = 2048  # slot: header + sockaddr_ll + a 1518-byte frame with room to spare
+FRAME_SIZE = 2048  # the smallest slot: header + sockaddr_ll + a 1518-byte frame, room to spare
 BLOCK_SIZE = 1 << 16
+_RX_MAC_AT = 66  # a received frame's offset in its slot: TPACKET_ALIGN(52 + 16) - 14
 MIN_FRAME = 14  # shorter frames are refused by the kernel; they are sent without the ring
 _REQ = struct.Struct("=IIII")  # struct tpacket_req: block_size, block_nr, frame_size, frame_nr
 # struct tpacket2_hdr: tp_status, tp_len, tp_snaplen, tp_mac, tp_net, tp_sec, tp_nsec,
@@ -64,19 +65,31 @@ def _set_ring(sock: socket.socket, option: int, request: bytes) -> None:
         raise OSError(err, os.strerror(err))
 
 
-def _request(frames: int) -> tuple[int, int, bytes]:
-    """(slots, bytes, struct tpacket_req) of a ring of at least `frames` slots."""
-    per_block = BLOCK_SIZE // FRAME_SIZE
+def slot_size(max_frame: int) -> int:
+    """The slot of a port whose frames are up to `max_frame` bytes (its MTU + 14): FRAME_SIZE,
+    or for jumbo frames the power of two (slots tile a block: slot i is at i * slot) that a
+    received frame with an 802.1Q tag fits, so it is not copied through the socket instead (a
+    system call per frame); at most a block."""
+    need = _RX_MAC_AT + max_frame + 4
+    return min(BLOCK_SIZE, max(FRAME_SIZE, 1 << (need - 1).bit_length()))
+
+
+def _request(frames: int, slot: int) -> tuple[int, int, bytes]:
+    """(slots, bytes, struct tpacket_req) of a ring of at least `frames` slots of `slot`
+    bytes."""
+    per_block = BLOCK_SIZE // slot
     blocks = max(1, -(-frames // per_block))
     slots = blocks * per_block
-    return slots, blocks * BLOCK_SIZE, _REQ.pack(BLOCK_SIZE, blocks, FRAME_SIZE, slots)
+    return slots, blocks * BLOCK_SIZE, _REQ.pack(BLOCK_SIZE, blocks, slot, slots)
 
 
 class RxRing:
     """Frames received on the socket, in arrival order."""
 
-    def __init__(self, sock: socket.socket, ring: mmap.mmap, base: int, slots: int):
+    def __init__(self, sock: socket.socket, ring: mmap.mmap, base: int, slots: int,
+                 slot: int = FRAME_SIZE):
         self._sock, self._map, self._base, self.slots = sock, ring, base, slots
+        self.slot = slot  # bytes per slot
         self._head = 0
         self.truncated = 0  # frames cut to a slot whose whole copy the kernel could not queue
 
@@ -90,9 +103,9 @@ class RxRing:
         the kernel stripped are put back, frames this host sent out are skipped."""
         frames: list[bytes] = []
         ring, slots, base, unpack = self._map, self.slots, self._base, _HDR.unpack_from
-        head = self._head
+        head, size = self._head, self.slot
         for _ in range(limit):
-            at = base + head * FRAME_SIZE
+            at = base + head * size
             if not ring[at + _STATUS_LOW] & TP_STATUS_USER:
                 break
             status, length, snap, mac, _, _, _, tci, tpid = unpack(ring, at)
@@ -130,11 +143,12 @@ class TxRing:
     another socket: with a transmit ring, send() on this one only flushes the ring."""
 
     def __init__(self, sock: socket.socket, ring: mmap.mmap, base: int, slots: int,
-                 max_len: int):
+                 max_len: int, slot: int = FRAME_SIZE):
         self._sock, self._map, self._base, self.slots = sock, ring, base, slots
+        self.slot = slot  # bytes per slot
         self._head = 0
         self.pending = 0
-        self.max_len = min(FRAME_SIZE - _TX_DATA_AT, max_len)
+        self.max_len = min(slot - _TX_DATA_AT, max_len)
 
     @property
     def head(self) -> int:
@@ -145,7 +159,7 @@ class TxRing:
         """Queue `frame` (MIN_FRAME..`max_len` bytes); False if its slot is not free (the
         caller flushes, which counts what the kernel refuses, and tries again)."""
         ring = self._map
-        at = self._base + self._head * FRAME_SIZE
+        at = self._base + self._head * self.slot
         if ring[at + _STATUS_LOW] != TP_STATUS_AVAILABLE:
             return False
         n = len(frame)
@@ -187,7 +201,7 @@ class TxRing:
         ring, slots = self._map, self.slots
         for back in range(self.pending, 0, -1):
             slot = (self._head - back) % slots
-            if ring[self._base + slot * FRAME_SIZE + _STATUS_LOW] == TP_STATUS_SEND_REQUEST:
+            if ring[self._base + slot * self.slot + _STATUS_LOW] == TP_STATUS_SEND_REQUEST:
                 return slot, back
         return self._head, 0
 
@@ -200,7 +214,7 @@ class TxRing:
         if not left:
             self.pending = 0
             return None
-        at = self._base + first * FRAME_SIZE
+        at = self._base + first * self.slot
         length = _TX_LEN.unpack_from(self._map, at + 4)[0]
         _TX_LEN.pack_into(self._map, at + 4, 0, 0)
         self.pending = left
@@ -214,7 +228,7 @@ class TxRing:
         first, left = self._unsent()
         refused: list[int] = []
         for k in range(left):
-            at = base + (first + k) % slots * FRAME_SIZE
+            at = base + (first + k) % slots * self.slot
             length = _TX_LEN.unpack_from(ring, at + 4)[0]
             if length:
                 refused.append(length)
@@ -228,21 +242,25 @@ class Rings:
     """The receive and transmit rings of one socket (either may be absent: 0 frames)."""
 
     def __init__(self, sock: socket.socket, rx_frames: int, tx_frames: int, max_tx: int):
+        """`rx_frames`, `tx_frames`: slots of FRAME_SIZE bytes; a port of larger frames
+        (`max_tx`) gets as many bytes in fewer, larger slots (`slot_size`)."""
         # options the kernel takes only before a ring exists
         sock.setsockopt(SOL_PACKET, PACKET_VERSION, TPACKET_V2)
         sock.setsockopt(SOL_PACKET, PACKET_COPY_THRESH, 1)
         sock.setsockopt(SOL_PACKET, PACKET_LOSS, 1)  # a refused frame does not stall the ring
+        self.slot = slot = slot_size(max_tx)
         rx_slots = rx_size = tx_slots = tx_size = 0
         if rx_frames:
-            rx_slots, rx_size, request = _request(rx_frames)
+            rx_slots, rx_size, request = _request(rx_frames * FRAME_SIZE // slot, slot)
             _set_ring(sock, PACKET_RX_RING, request)
         if tx_frames:
-            tx_slots, tx_size, request = _request(tx_frames)
+            tx_slots, tx_size, request = _request(tx_frames * FRAME_SIZE // slot, slot)
             _set_ring(sock, PACKET_TX_RING, request)
         self._map = mmap.mmap(sock.fileno(), rx_size + tx_size, mmap.MAP_SHARED,
                               mmap.PROT_READ | mmap.PROT_WRITE)
-        self.rx = RxRing(sock, self._map, 0, rx_slots) if rx_frames else None
-        self.tx = TxRing(sock, self._map, rx_size, tx_slots, max_tx) if tx_frames else None
+        self.rx = RxRing(sock, self._map, 0, rx_slots, slot) if rx_frames else None
+        self.tx = (TxRing(sock, self._map, rx_size, tx_slots, max_tx, slot) if tx_frames
+                   else None)
 
     def addresses(self) -> tuple[int, int]:
         """The addresses of the receive and transmit rings in this process (0: none), for a

@@ -26,6 +26,7 @@ import socket
 import threading
 from collections.abc import Callable
 
+from p4switch.runtime.cli_commands import READS
 from p4switch.runtime.errors import RuntimeApiError
 from p4switch.switch.device import Device
 from p4switch.switch.pfc import PauseHold
@@ -221,7 +222,11 @@ class RuntimeCommandServer:
             if argv[0] == "show_pipeline":  # which pipeline runs the program (device.py)
                 engine = self.device.engine
                 return "no program" if engine is None else str(engine.pipeline)
-            self.device.note_write()  # reads current, and a copy of the state renewed
+            if argv[0] in READS or argv[0] in SwitchCommands.NAMES:
+                # the switch's own commands act on queues and ports, never the runtime state
+                self.device.publish()  # what the control plane reads made current
+            else:
+                self.device.note_write()  # reads current, and a copy of the state renewed
             interp = self._interpreter()
             if argv[0] in SwitchCommands.NAMES and (
                     interp is None or argv[0] not in SwitchCommands.INTERPRETER_FIRST):

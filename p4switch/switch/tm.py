@@ -56,6 +56,13 @@ class EgressQueue:
 Dequeued = tuple[int, int, Any, float, int, int]
 
 
+def check_priority(priority: int | None, priority_queues: int) -> None:
+    """ValueError (what the runtime CLI answers) for a priority the switch has no queue of."""
+    if priority is not None and not 0 <= priority < priority_queues:
+        raise ValueError(f"priority {priority} out of range: the switch has "
+                         f"{priority_queues} priority queue(s) per port")
+
+
 class TrafficManager:
     def __init__(self, priority_queues: int = 1, clock: Callable[[], float] | None = None):
         import time
@@ -80,9 +87,7 @@ class TrafficManager:
         return qs
 
     def _select(self, port: int | None, priority: int | None) -> list[EgressQueue]:
-        if priority is not None and not 0 <= priority < self.priority_queues:
-            raise ValueError(f"priority {priority} out of range: the switch has "
-                             f"{self.priority_queues} priority queue(s) per port")
+        check_priority(priority, self.priority_queues)
         if port is None:
             return [q for qs in self._ports.values() for q in qs]
         qs = self.queues(port)

@@ -16,9 +16,9 @@ pytestmark = [pytest.mark.mininet, pytest.mark.slow]
 def test_quick_failover_run_measures_every_kind_it_fails(tmp_path: Path, target: str) -> None:
     """On BMv2 too: its reroutes once failed to write and a packet for a group whose members
     were all down killed the switch; a downed port stopped it receiving on every port."""
-    # p4switch at 400 packets/s per flow (a third of the experiment's rate): 7,200 packet-hops/s
-    # leaves room for a machine that runs other work; at the full rate an overloaded fabric
-    # drops packets of every flow, which this test would take for a wrong reroute
+    # p4switch at 400 packets/s per flow (a quarter of the experiment's rate): 7,200
+    # packet-hops/s leaves room for a machine that runs other work; an overloaded fabric drops
+    # packets of every flow, which this test would take for a wrong reroute
     overrides = {"kinds": "uplink,downlink", "fail_s": "2.5", "flows_per_pair": "6"}
     if target == "p4switch":
         overrides["pps"] = "400"

@@ -208,6 +208,10 @@ class ClusterNetwork(FabricNetwork):
             self.warnings.append("link delays are not emulated: this kernel has no sch_netem "
                                  "(rates and queue depths are)")
             _warn_once(self.warnings[-1])
+        if any(ln.mtu for ln in self.spec.links if self._link_params(ln) == {}):
+            self.warnings.append("link MTUs are set on this machine's links only (links on "
+                                 "other servers and between them keep their own)")
+            _warn_once(self.warnings[-1])
         for ln in self.spec.links:
             for end in (ln.a, ln.b):
                 ns = "" if self.spec.is_switch(end.node) else end.node

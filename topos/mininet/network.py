@@ -206,10 +206,10 @@ class FabricNetwork:
                  for i in range(count)]
         return {name: procs[i % count] for i, name in enumerate(names)}
 
-    def _link_params(self, _ln: Link) -> dict[str, Any]:
+    def _link_params(self, ln: Link) -> dict[str, Any]:
         """Extra addLink parameters: links are patched (`topos.mininet.patch`) so that they fail
         by losing carrier at both ends."""
-        return {"cls": PatchedLink}
+        return {"cls": PatchedLink, "mtu": ln.mtu}
 
     def _mininet(self) -> Mininet:
         return Mininet(controller=None, build=False, autoSetMacs=False, autoStaticArp=False)

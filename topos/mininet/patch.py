@@ -56,15 +56,19 @@ def _redirect(src: str, dst: str) -> list[str]:
 
 
 def make_patched_pair(intf1: str, intf2: str, addr1: str | None, addr2: str | None,
-                      netns1: int | None = None, netns2: int | None = None) -> None:
+                      netns1: int | None = None, netns2: int | None = None,
+                      mtu: int | None = None) -> None:
     """Create interfaces `intf1` and `intf2` joined through a patch; each lives in the root
-    namespace or in the network namespace of process `netns1`/`netns2` (a Mininet host)."""
+    namespace or in the network namespace of process `netns1`/`netns2` (a Mininet host). `mtu`:
+    of all four interfaces (None: the kernel's)."""
     pa, pb = patch_names(intf1)
+    size = f" mtu {mtu}" if mtu is not None else ""
     lines = []
     for intf, addr, patch, netns in ((intf1, addr1, pa, netns1), (intf2, addr2, pb, netns2)):
         address = f" address {addr}" if addr else ""
         where = f" netns {netns}" if netns is not None else ""
-        lines.append(f"link add name {patch} type veth peer name {intf}{address}{where}")
+        lines.append(f"link add name {patch}{size} type veth peer name {intf}{size}{address}"
+                     f"{where}")
     _run(["ip", "-batch", "-"], "\n".join(lines) + "\n", f"creating link {intf1}<->{intf2}")
     for patch in (pa, pb):  # the patch sends nothing of its own (no IPv6 neighbour discovery)
         ipv6 = Path("/proc/sys/net/ipv6/conf") / patch / "disable_ipv6"
@@ -89,7 +93,12 @@ def set_patch(intf1: str, up: bool) -> tuple[str, str]:
 
 
 class PatchedLink(Link):
-    """A Mininet link joined through a patch (its nodes' interfaces made in their namespaces)."""
+    """A Mininet link joined through a patch (its nodes' interfaces made in their namespaces);
+    `mtu`: of its interfaces (None: the kernel's)."""
+
+    def __init__(self, *args: Any, mtu: int | None = None, **kwargs: Any) -> None:
+        self.mtu = mtu
+        super().__init__(*args, **kwargs)
 
     def makeIntfPair(self, intfname1: str, intfname2: str,
                      addr1: str | None = None, addr2: str | None = None,
@@ -97,4 +106,5 @@ class PatchedLink(Link):
         def netns(node: Any) -> int | None:
             return node.pid if node is not None and node.inNamespace else None
 
-        make_patched_pair(intfname1, intfname2, addr1, addr2, netns(node1), netns(node2))
+        make_patched_pair(intfname1, intfname2, addr1, addr2, netns(node1), netns(node2),
+                          self.mtu)

@@ -15,9 +15,9 @@
 #define MIN_FRAME 14
 #define BATCH 64
 
-static inline struct tpacket2_hdr *slot(uint8_t *ring, uint32_t index)
+static inline struct tpacket2_hdr *slot(const struct cdp_port *p, uint8_t *ring, uint32_t index)
 {
-    return (struct tpacket2_hdr *)(ring + (size_t)index * CDP_FRAME_SIZE);
+    return (struct tpacket2_hdr *)(ring + (size_t)index * p->slot);
 }
 
 static inline uint32_t status_of(struct tpacket2_hdr *h)
@@ -44,7 +44,7 @@ static int with_tag(uint8_t *buf, int len, uint32_t size, const struct tpacket2_
 
 int cdp_port_receive(struct cdp_port *p, uint8_t *buf, uint32_t size)
 {
-    struct tpacket2_hdr *h = slot(p->rx, p->rx_head);
+    struct tpacket2_hdr *h = slot(p, p->rx, p->rx_head);
     uint32_t status = status_of(h);
     if (!(status & TP_STATUS_USER))
         return 0;
@@ -74,7 +74,7 @@ int cdp_port_receive(struct cdp_port *p, uint8_t *buf, uint32_t size)
 
 int cdp_port_queue(struct cdp_port *p, const uint8_t *frame, uint32_t len)
 {
-    struct tpacket2_hdr *h = slot(p->tx, p->tx_head);
+    struct tpacket2_hdr *h = slot(p, p->tx, p->tx_head);
     if (status_of(h) != TP_STATUS_AVAILABLE)
         return 0;
     memcpy((uint8_t *)h + TX_DATA_AT, frame, len);
@@ -90,7 +90,7 @@ static uint32_t unsent(struct cdp_port *p, uint32_t *first)
 {
     for (uint32_t back = p->tx_pending; back > 0; back--) {
         uint32_t index = (p->tx_head + p->tx_slots - back) % p->tx_slots;
-        if (status_of(slot(p->tx, index)) == TP_STATUS_SEND_REQUEST) {
+        if (status_of(slot(p, p->tx, index)) == TP_STATUS_SEND_REQUEST) {
             *first = index;
             return back;
         }
@@ -119,7 +119,7 @@ void cdp_port_flush(struct cdp_port *p)
             left = unsent(p, &first);
             p->tx_pending = left;
             if (left) {
-                struct tpacket2_hdr *h = slot(p->tx, first);
+                struct tpacket2_hdr *h = slot(p, p->tx, first);
                 refuse(p, h);
                 h->tp_len = h->tp_snaplen = 0; /* the kernel skips it (PACKET_LOSS) */
             }
@@ -131,7 +131,7 @@ void cdp_port_flush(struct cdp_port *p)
         }
         left = unsent(p, &first); /* the interface refused them all: take them back */
         for (uint32_t k = 0; k < left; k++) {
-            struct tpacket2_hdr *h = slot(p->tx, (first + k) % p->tx_slots);
+            struct tpacket2_hdr *h = slot(p, p->tx, (first + k) % p->tx_slots);
             if (h->tp_len)
                 refuse(p, h);
             set_status(h, TP_STATUS_KERNEL);

@@ -1,11 +1,10 @@
 /* A switch port's PACKET_MMAP rings (TPACKET_V2), as p4switch/switch/rings.py lays them out:
- * the receive ring first, then the transmit ring, FRAME_SIZE bytes per slot. */
+ * the receive ring first, then the transmit ring, `slot` bytes per slot. */
 #ifndef CDP_PORTS_H
 #define CDP_PORTS_H
 
 #include <stdint.h>
 
-#define CDP_FRAME_SIZE 2048
 #define CDP_MAX_FRAME 65536
 
 struct cdp_port {
@@ -17,6 +16,7 @@ struct cdp_port {
     uint8_t *tx;              /* transmit ring (NULL: none) */
     uint32_t tx_slots, tx_head, tx_pending, tx_max_len;
     uint64_t rx_packets, rx_bytes, tx_packets, tx_bytes, tx_errors, truncated;
+    uint32_t slot;            /* bytes per slot of either ring (rings.slot_size) */
 };
 
 /* The next received frame, copied into `buf` (802.1Q tag put back); its length, 0 if the

@@ -18,7 +18,7 @@ from p4switch.p4info.index import P4InfoIndex
 pytestmark = pytest.mark.root
 
 
-@pytest.fixture(params=["auto", "c"])
+@pytest.fixture(params=["python", "c"])
 def rig(net, tmp_path, request):
     """Switch with ports 1..3 to hosts h1..h3, the test program pushed by a primary client;
     its pipeline the default one, or the C data plane."""

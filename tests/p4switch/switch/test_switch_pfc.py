@@ -34,7 +34,7 @@ def test_parse_and_apply_quanta():
 
 
 @pytest.mark.root
-@pytest.mark.parametrize("pipeline", ["auto", "c"])
+@pytest.mark.parametrize("pipeline", ["python", "c"])
 def test_pause_and_resume_through_the_wire(net, tmp_path, pipeline):
     _, config = compile_program(PROGRAMS / "switch_test.p4", tmp_path)
     h1, h2 = net.host("h1"), net.host("h2")

@@ -70,15 +70,18 @@ def test_native_pipeline_is_built_and_forwards(net, tmp_path: Path, fresh_cache:
         s.close()
 
 
-def test_c_data_plane_forwards_and_counts(net, tmp_path: Path, fresh_cache: Path) -> None:
-    """`--pipeline c`: the program runs on the C data plane, with the entries P4Runtime writes,
-    its direct counter read back over P4Runtime (test_switch_p4runtime.py runs the rest of
-    P4Runtime on it); a switch that logs packets keeps a Python pipeline and says why."""
+@pytest.mark.parametrize("pipeline", ["auto", "c"])
+def test_c_data_plane_forwards_and_counts(net, tmp_path: Path, fresh_cache: Path,
+                                          pipeline: str) -> None:
+    """`--pipeline auto` (the default) and `c`: the program runs on the C data plane, with the
+    entries P4Runtime writes, its direct counter read back over P4Runtime
+    (test_switch_p4runtime.py runs the rest of P4Runtime on it); a switch that logs packets
+    keeps a Python pipeline and says why."""
     hosts = [net.host(f"h{i}") for i in (1, 2)]
     ifs = [net.link(h, "eth0", i + 1) for i, h in enumerate(hosts)]
     socks = [raw_socket(h, "eth0") for h in hosts]
     args = [a for i, name in enumerate(ifs) for a in ("-i", f"{i + 1}@{name}")]
-    with SwitchProcess([*args, "--pipeline", "c", "--no-p4"]) as sw:
+    with SwitchProcess([*args, "--pipeline", pipeline, "--no-p4"]) as sw:
         client, index = push(sw, tmp_path)
         assert sw.command("show_pipeline") == "c"
         forward_1_to_2(client, index)
@@ -94,7 +97,7 @@ def test_c_data_plane_forwards_and_counts(net, tmp_path: Path, fresh_cache: Path
         counted = entity.direct_counter_entry.data
         assert (counted.packet_count, counted.byte_count) == (5, sum(map(len, frames)))
         client.close()
-    with SwitchProcess([*args, "--pipeline", "c", "--no-p4"], log=True) as sw:
+    with SwitchProcess([*args, "--pipeline", pipeline, "--no-p4"], log=True) as sw:
         client, _ = push(sw, tmp_path)
         assert sw.command("show_pipeline") in ("native", "python")
         client.close()
@@ -106,6 +109,7 @@ def test_c_data_plane_forwards_and_counts(net, tmp_path: Path, fresh_cache: Path
 
 def test_auto_runs_python_until_the_native_pipeline_is_built(tmp_path: Path,
                                                              fresh_cache: Path) -> None:
+    """Where the C data plane does not run the program (here: the switch logs packets)."""
     with SwitchProcess(["--no-p4"], log=True) as sw:  # --pipeline auto
         client, _ = push(sw, tmp_path)
         client.close()
@@ -146,3 +150,9 @@ def test_without_a_compiler_native_is_refused_and_auto_falls_back(
         client, _ = push(sw, tmp_path)
         client.close()
         assert "program switch_test: Python pipeline (--pipeline python)" in sw.stderr()
+    with SwitchProcess(["--no-p4"], log=True) as sw:  # auto: neither C nor native
+        client, _ = push(sw, tmp_path)
+        client.close()
+        assert sw.command("show_pipeline") == "python"
+        assert "--pipeline auto: the data-plane loop runs in Python: no C compiler" \
+            in sw.stderr()

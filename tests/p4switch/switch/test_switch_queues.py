@@ -22,7 +22,7 @@ def cli(port: int, commands: str) -> str:
     return res.stdout
 
 
-@pytest.mark.parametrize("pipeline", ["auto", "c"])
+@pytest.mark.parametrize("pipeline", ["python", "c"])
 def test_rate_limited_queue_builds_depth_and_tail_drops(net, tmp_path, pipeline):
     _, config = compile_program(PROGRAMS / "switch_test.p4", tmp_path)
     h1, h2 = net.host("h1"), net.host("h2")

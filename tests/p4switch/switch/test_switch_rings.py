@@ -248,20 +248,23 @@ def test_the_c_code_takes_a_port_over_where_python_left_it(wire):
     and both rings go on from the slots Python reached, across their wrap-around."""
     _, host, sw_if = wire
     port = RawPort(1, sw_if)
-    sent = [frame(60, i) for i in range(3000)]  # past the receive ring's 2048 slots
-    for f in sent[:1500]:
+    layout = port.ring_layout
+    assert layout is not None
+    rx_part, tx_part = layout.rx_slots * 3 // 4, layout.tx_slots * 3 // 4
+    sent = [frame(60, i) for i in range(2 * rx_part)]  # past the receive ring's last slot
+    for f in sent[:rx_part]:
         host.send(f)
-    assert receive(port, 1500) == sent[:1500]
-    out = [frame(60, 10000 + i) for i in range(400)]  # past the transmit ring's 256 slots
-    for f in out[:100]:
+    assert receive(port, rx_part) == sent[:rx_part]
+    out = [frame(60, 10000 + i) for i in range(2 * tx_part)]  # past the transmit ring's
+    for f in out[:tx_part]:
         port.send(f)  # queued, not flushed
     c_port = open_c(port)
-    assert recv_frames(host, 5.0, 100) == out[:100]
-    for f in sent[1500:]:
+    assert recv_frames(host, 5.0, tx_part) == out[:tx_part]
+    for f in sent[rx_part:]:
         host.send(f)
-    assert receive(c_port, 1500) == sent[1500:]
-    for f in out[100:]:
+    assert receive(c_port, rx_part) == sent[rx_part:]
+    for f in out[tx_part:]:
         assert c_port.send(f)
     c_port.flush()
-    assert recv_frames(host, 5.0, 300) == out[100:]
+    assert recv_frames(host, 5.0, tx_part) == out[tx_part:]
     c_port.close()
