@@ -75,6 +75,7 @@ def test_validate_each_problem_alone() -> None:
         "out of range": lambda s: setattr(s.links[0].b, "port", CPU_PORT),
         "is not connected": lambda s: s.links.pop(0),
         "must be > 0": lambda s: setattr(s.links[0], "rate_mbps", 0),
+        "MTU 1000 bytes must be 1280-65535": lambda s: setattr(s.links[0], "mtu", 1000),
     }
     for needle, corrupt in cases.items():
         spec = copy.deepcopy(base)
@@ -93,6 +94,14 @@ def test_json_round_trip_is_exact(any_fabric: FabricSpec, tmp_path) -> None:
     path.write_text(text)
     assert FabricSpec.from_json(path.read_text()) == any_fabric
     assert json.loads(text)["schema"] == 1
+
+
+def test_with_mtu_sets_every_link_and_survives_json() -> None:
+    spec = build_fabric("leafspine")
+    jumbo = spec.with_mtu(4200)
+    assert {ln.mtu for ln in jumbo.links} == {4200} and {ln.mtu for ln in spec.links} == {None}
+    assert FabricSpec.from_json(jumbo.to_json()) == jumbo
+    assert validate(jumbo) is jumbo
 
 
 def test_json_rejects_unknown_schema() -> None:

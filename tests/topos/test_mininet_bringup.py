@@ -49,7 +49,7 @@ def first_udp_frame(socks: list[socket.socket], port: int, timeout: float = 5.0)
     while time.monotonic() < deadline:
         ready, _, _ = select.select(socks, [], [], deadline - time.monotonic())
         for s in ready:
-            frame = s.recv(2048)
+            frame = s.recv(65536)
             if frame[23] == 17 and int.from_bytes(frame[36:38], "big") == port:
                 return frame
     raise AssertionError(f"no UDP frame to port {port} within {timeout} s")
@@ -130,3 +130,33 @@ def test_other_fabrics_come_up_and_go(fabric: str, tmp_path) -> None:
         assert f"{last.ip}/32" in addr
     assert root_interfaces(plan_interfaces(spec)) == []
     assert load_all(tmp_path) == []
+
+
+def test_a_link_mtu_is_set_on_both_ends_and_the_patch_and_carries_whole_frames(tmp_path) -> None:
+    """`Link.mtu` (FabricSpec.with_mtu): every interface of the link has it, the patch between
+    them too, and a 4096-byte datagram crosses as one 4138-byte frame, not fragments."""
+    from topos.mininet.patch import patch_names
+
+    spec = shifted(build_fabric("leafspine")).with_mtu(4200)
+    with FabricNetwork(spec, None, run_dir=tmp_path) as net:
+        for ln in spec.links:
+            switch_end = ln.a if spec.is_switch(ln.a.node) else ln.b
+            for intf in (switch_end.intf, *patch_names(ln.a.intf)):
+                assert Path(f"/sys/class/net/{intf}/mtu").read_text().strip() == "4200", intf
+        nic = spec.host_nics()[0]
+        (link,) = spec.links_of(nic.name)
+        host_end, tor_end = link.end(nic.name), link.other(nic.name)
+        assert host_run(net, nic.name, ["cat", f"/sys/class/net/{host_end.intf}/mtu"]) == "4200\n"
+        dst = next(n for n in spec.host_nics() if n.name != nic.name)
+        socks = capture([tor_end.intf])
+        try:
+            host_run(net, nic.name, [sys.executable, "-c",
+                                     "import socket; s = socket.socket(socket.AF_INET, "
+                                     "socket.SOCK_DGRAM); "
+                                     f"s.sendto(bytes(4096), ('{dst.ip}', 4791))"])
+            frame = first_udp_frame(socks, 4791)
+        finally:
+            for s in socks:
+                s.close()
+        assert len(frame) == 14 + 20 + 8 + 4096
+        assert int.from_bytes(frame[20:22], "big") & 0x3FFF == 0  # not a fragment
