@@ -2,8 +2,8 @@
 
     sudo .venv/bin/python bench/fabric_capacity.py [--quick] [--target both|p4switch|bmv2]
         [--fabric leafspine,hpn7] [--repeat N] [--start-pps PPS] [--factor F] [--refine N]
-        [--dwell S] [--size BYTES] [--queue-depth PKTS] [--switch-processes N]
-        [--pipelines native,python,c]
+        [--dwell S] [--size BYTES] [--mtu BYTES] [--link-mbps MBPS] [--queue-depth PKTS]
+        [--switch-processes N] [--pipelines native,python,c]
 
 Per fabric and target, one fabric is brought up (as the experiments do: `FailoverLab`, the
 reconvergence loop on, link probes off; names prefixed `fc`, so it runs beside other fabrics) and
@@ -104,9 +104,10 @@ class Snapshot:
 
 
 # ---- the fabric --------------------------------------------------------------------------
-def fabric_spec(name: str, link_mbps: float, delay_ms: float, queue_pkts: int) -> FabricSpec:
+def fabric_spec(name: str, link_mbps: float, delay_ms: float, queue_pkts: int,
+                mtu: int | None = None) -> FabricSpec:
     spec = build_fabric(name, rate_mbps=link_mbps or None, delay_ms=delay_ms,
-                        queue_pkts=queue_pkts)
+                        queue_pkts=queue_pkts).with_mtu(mtu)
     return relocate.prefixed(spec, PREFIX, GRPC_BASE, THRIFT_BASE)
 
 
@@ -330,7 +331,7 @@ def ramp(lab: FailoverLab, flows: list[Flow], clis: dict[str, RuntimeCli], args:
 
 def bench(fabric: str, target: str, args: argparse.Namespace, bests: list[Step | None]) -> None:
     """Bring the fabric up and ramp `--repeat` times; each ramp's best step goes to `bests`."""
-    spec = fabric_spec(fabric, args.link_mbps, args.delay_ms, args.queue_pkts)
+    spec = fabric_spec(fabric, args.link_mbps, args.delay_ms, args.queue_pkts, args.mtu)
     pipeline = next((p for p, suffix in SUFFIXES.items() if suffix and target.endswith(suffix)),
                     "native")
     name, _, processes = target.removesuffix(SUFFIXES[pipeline]).partition("/")
@@ -393,6 +394,8 @@ def main() -> int:
     parser.add_argument("--max-steps", type=int, default=20)
     parser.add_argument("--dwell", type=float, help="measurement window, s (8; quick 3)")
     parser.add_argument("--size", type=int, default=1000, help="datagram bytes (as the experiments)")
+    parser.add_argument("--mtu", type=int, default=None,
+                        help="links' MTU (default the kernel's 1500; 4200 for --size 4096)")
     parser.add_argument("--tolerance", type=float, default=0.03,
                         help="a flow received below (1 - this) x its rate has fallen behind")
     parser.add_argument("--link-mbps", type=float, default=1000.0,
@@ -433,7 +436,7 @@ def main() -> int:
     print(f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}  cpus {os.cpu_count()}  load average "
           + " ".join(f"{x:.2f}" for x in os.getloadavg())
           + f"  links {args.link_mbps:g} Mb/s {args.delay_ms:g} ms {args.queue_pkts} pkts  "
-          f"datagrams {args.size} B  dwell {args.dwell:g} s")
+          f"datagrams {args.size} B  MTU {args.mtu or 1500}  dwell {args.dwell:g} s")
     print(f"busiest processes now (% of one core): {busiest()}")
     print("CPU in % of one core over the window; softirq overlaps the columns before it; "
           "others: the rest of the machine")

@@ -29,7 +29,7 @@ from p4switch.runtime.entries import Entry, GroupRef, MemberRef, OneShot
 
 from .build import C_DIR, load_library
 from .gen.controls import MAX_ARGS, Layout
-from .gen.program import generate, program_info
+from .gen.program import generate_program
 from .tables import MAX_PORTS, SOURCES, CSelector, CTable, PortStates, configure
 
 REF_ACTION, REF_MEMBER, REF_GROUP = 0, 1, 2  # enum cdp_ref
@@ -65,7 +65,7 @@ def _array(ctype, values: Iterable):
 
 def program_library(program: CompiledProgram) -> tuple[ctypes.CDLL, Layout]:
     """The program's C with the engine, built once per content and compiler, and its layout."""
-    generated = generate(program_info(program), program.name, controls=True)
+    generated = generate_program(program)
     assert generated.layout is not None  # generated with its controls
     lib = configure(load_library(f"p4prog_{program.name}", [*SOURCES, C_DIR / "engine.c"],
                                  generated.source))

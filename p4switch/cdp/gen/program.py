@@ -24,10 +24,14 @@ What the generated C exports:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import hashlib
 import json
-from dataclasses import dataclass
+import os
+from dataclasses import asdict, dataclass
 
+from p4switch.compile_cache import cache_dir, compiler_digest
 from p4switch.compiler import CompiledProgram, field_lists
 from p4switch.frontend import ast_decl as D
 from p4switch.frontend.check import Checker, ProgramInfo
@@ -35,10 +39,11 @@ from p4switch.frontend.diagnostics import Reporter, UnsupportedConstruct
 from p4switch.frontend.parse import parse
 from p4switch.frontend.preprocess import Preprocessed
 from p4switch.frontend.types import Bits, StructType, Varbit
+from p4switch.native import NativeUnavailable, make_dir, used
 
 from ..build import load_library
 from .context import CContext
-from .controls import STAGES, CControlGen, Layout
+from .controls import STAGES, CControlGen, Layout, TableSlot
 from .deparser import CDeparserGen
 from .emitter import c_ident
 from .expr import CExprGen, dot, member
@@ -47,6 +52,7 @@ from .parser import CParserGen
 from .stmt import CStmtGen
 from .types import Slot, dump_slots, nbytes
 
+_GEN_FORMAT = "p4switch-cdp-gen-1"
 PRELUDE = """\
 /* The P4 program {name} in C (p4switch/cdp/gen). */
 #include <stdint.h>
@@ -96,6 +102,37 @@ def generate(info: ProgramInfo, name: str, controls: bool = False) -> GeneratedC
         return _generate(info, name, controls)
     except UnsupportedConstruct as e:
         raise CUnsupported(e.pos, e.what) from None
+
+
+def generate_program(program: CompiledProgram) -> GeneratedC:
+    """`generate(program_info(program), controls=True)`, kept in the compile cache (`cdp/`) by
+    the program and the compiler's sources: a switch loading a program the cache has seen
+    does not parse and check it again (a fifth of a second each, for every switch of a
+    fabric)."""
+    base = cache_dir()
+    if base is None:
+        return generate(program_info(program), program.name, controls=True)
+    digest = hashlib.sha256(f"{_GEN_FORMAT}\0{compiler_digest()}\0".encode())
+    digest.update(program.device_config())
+    path = base / "cdp" / f"gen-{program.name}-{digest.hexdigest()[:24]}.json"
+    try:
+        kept = json.loads(path.read_text())
+        layout = kept["layout"]
+        return GeneratedC(kept["source"], Layout(
+            tables={k: TableSlot(**v) for k, v in layout["tables"].items()},
+            **{k: v for k, v in layout.items() if k != "tables"}))
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # not kept (or unreadable): generated and kept again
+    generated = generate(program_info(program), program.name, controls=True)
+    assert generated.layout is not None  # generated with its controls
+    with contextlib.suppress(OSError, NativeUnavailable):  # unwritable: it only costs time
+        make_dir(path.parent)
+        partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        partial.write_text(json.dumps({"source": generated.source,
+                                       "layout": asdict(generated.layout)}))
+        os.replace(partial, path)
+    used(path, "gen-*.json")
+    return generated
 
 
 def c_source(program: CompiledProgram, controls: bool = False) -> str:
