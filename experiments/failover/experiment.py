@@ -11,7 +11,8 @@ to full throughput.
 
 Rates (docs/rates.md): every flow sends `pps` = 1600 datagrams/s of `size` = 4096 bytes,
 52 Mb/s (16 packets per 10 ms bin, so the loss window is resolved to 0.6 ms), on links with an
-MTU of `mtu` = 4200 (RoCE's 4096-byte path MTU), not rate-limited (`link_mbps` = 0; a rate
+MTU of `mtu` = 4200 (RoCE's 4096-byte path MTU; 0: the kernel's 1500, as links between the
+servers of a cluster have it: `-p mtu=0 -p size=1000`), not rate-limited (`link_mbps` = 0; a rate
 gives their flows nothing to show and costs a qdisc pass per frame), with queues of
 `queue_pkts` = 1000, deep enough for the burst a switch sends after the busy machine kept it
 off the CPU, so no queue drops a packet: every loss is the failure's. On BMv2 the flows send
@@ -57,7 +58,7 @@ def run(ctx: RunContext) -> None:
                               f"choose from {', '.join(KINDS)}")
     spec = scaled_fabric(ctx.fabric or params["fabric"], params,
                          rate_mbps=params["link_mbps"] or None,  # 0: not rate-limited
-                         queue_pkts=params["queue_pkts"]).with_mtu(params["mtu"])
+                         queue_pkts=params["queue_pkts"]).with_mtu(params["mtu"] or None)
     outcomes, timeline, events = [], [], []
     with FailoverLab(spec, target=ctx.target, log_dir=ctx.out.path / "logs",
                      probe_period=params["probe_period_s"], cluster=ctx.cluster) as lab:

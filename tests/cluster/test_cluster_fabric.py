@@ -137,10 +137,12 @@ def test_ctrl_c_tears_down_both_servers(tmp_path, server2) -> None:
 def test_failover_quick_over_two_servers(fabric, tmp_path, server2) -> None:
     before = taps()
     out_dir = tmp_path / "result"
-    # one flow per NIC pair: aipod's eight rails at three flows each would offer 24 flows of
-    # 10 Mb/s across five switch hops, several times what two cores forward (docs/rates.md)
+    # one flow per NIC pair at 500 datagrams/s of 1000 bytes: aipod's eight rails at three
+    # flows each would offer 24 flows across five switch hops, several times what two cores
+    # forward (docs/rates.md); the links between servers keep the kernel's MTU (mtu=0)
     done = fabric_lab(["run", "failover", "--quick", "--fabric", fabric, "--target", "p4switch",
                        "--param", "kinds=uplink", "--param", "flows_per_pair=1",
+                       "--param", "mtu=0", "--param", "size=1000", "--param", "pps=500",
                        "--out", str(out_dir)], tmp_path, server2, timeout=280)
     out = done.stdout + done.stderr
     assert done.returncode == 0, out

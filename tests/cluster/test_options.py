@@ -35,6 +35,18 @@ def test_a_cluster_network_needs_options() -> None:
         ClusterNetwork(build_fabric("leafspine"), None)
 
 
+def test_a_link_mtu_off_this_machine_is_refused_by_name() -> None:
+    """Only this machine's links get an MTU (the tunnels between servers keep theirs): a spec
+    that sets one elsewhere is refused before anything starts, naming the links."""
+    spec = build_fabric("leafspine").with_mtu(4200)
+    with pytest.raises(ClusterError, match=r"link MTUs are set on this machine's links only; "
+                                           r"\d+ link\(s\) on other servers"):
+        fabric_network(spec, None, cluster=ClusterOptions("localhost,server2",
+                                                         placement="switch"))
+    assert type(fabric_network(spec, None, cluster=ClusterOptions(["localhost"]))) \
+        is FabricNetwork
+
+
 def test_bad_options_are_rejected() -> None:
     with pytest.raises(ClusterError, match="unknown tunnel 'vxlan'"):
         ClusterOptions("localhost,b", tunnel="vxlan")

@@ -55,6 +55,21 @@ def first_udp_frame(socks: list[socket.socket], port: int, timeout: float = 5.0)
     raise AssertionError(f"no UDP frame to port {port} within {timeout} s")
 
 
+def sent_udp_frame(net: FabricNetwork, nic: str, dst_ip: str, payload: str,
+                   intfs: list[str]) -> bytes:
+    """The frame of one UDP datagram (`payload`, a Python expression) that `nic` sends to
+    `dst_ip`:4791, as first seen on one of `intfs`."""
+    socks = capture(intfs)
+    try:
+        host_run(net, nic, [sys.executable, "-c",
+                            "import socket; s = socket.socket(socket.AF_INET, "
+                            f"socket.SOCK_DGRAM); s.sendto({payload}, ('{dst_ip}', 4791))"])
+        return first_udp_frame(socks, 4791)
+    finally:
+        for s in socks:
+            s.close()
+
+
 def test_hpn7_hosts_and_links(tmp_path) -> None:
     spec = shifted(build_fabric("hpn7"))
     names = plan_interfaces(spec)
@@ -96,17 +111,8 @@ def test_hpn7_hosts_and_links(tmp_path) -> None:
 
         # A real frame: h0n0 -> h1n0 leaves through one of its two ports, addressed from the
         # static ARP entries (no ARP request), and arrives at the ToR port of that plane.
-        socks = capture(["ta-s0r0-eth1", "tb-s0r0-eth1"])
-        try:
-            dst = spec.nic("h1n0")
-            host_run(net, "h0n0", [sys.executable, "-c",
-                                   "import socket; s = socket.socket(socket.AF_INET, "
-                                   "socket.SOCK_DGRAM); "
-                                   f"s.sendto(b'fabric', ('{dst.ip}', 4791))"])
-            frame = first_udp_frame(socks, 4791)
-        finally:
-            for s in socks:
-                s.close()
+        dst = spec.nic("h1n0")
+        frame = sent_udp_frame(net, "h0n0", dst.ip, "b'fabric'", ["ta-s0r0-eth1", "tb-s0r0-eth1"])
         assert frame[0:6] == bytes.fromhex(dst.mac.replace(":", ""))
         assert frame[6:12] == bytes.fromhex(nic.mac.replace(":", ""))
         assert socket.inet_ntoa(frame[26:30]) == nic.ip
@@ -148,15 +154,6 @@ def test_a_link_mtu_is_set_on_both_ends_and_the_patch_and_carries_whole_frames(t
         host_end, tor_end = link.end(nic.name), link.other(nic.name)
         assert host_run(net, nic.name, ["cat", f"/sys/class/net/{host_end.intf}/mtu"]) == "4200\n"
         dst = next(n for n in spec.host_nics() if n.name != nic.name)
-        socks = capture([tor_end.intf])
-        try:
-            host_run(net, nic.name, [sys.executable, "-c",
-                                     "import socket; s = socket.socket(socket.AF_INET, "
-                                     "socket.SOCK_DGRAM); "
-                                     f"s.sendto(bytes(4096), ('{dst.ip}', 4791))"])
-            frame = first_udp_frame(socks, 4791)
-        finally:
-            for s in socks:
-                s.close()
+        frame = sent_udp_frame(net, nic.name, dst.ip, "bytes(4096)", [tor_end.intf])
         assert len(frame) == 14 + 20 + 8 + 4096
         assert int.from_bytes(frame[20:22], "big") & 0x3FFF == 0  # not a fragment

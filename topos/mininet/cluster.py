@@ -103,6 +103,13 @@ class ClusterNetwork(FabricNetwork):
         self.options: ClusterOptions = cluster
         self.placement: Placement = place(spec, list(self.options.servers),
                                           self.options.placement)
+        unset = [f"{ln.a.node}~{ln.b.node}" for ln in spec.links
+                 if ln.mtu is not None and not self._local(ln)]
+        if unset:
+            raise ClusterError(f"link MTUs are set on this machine's links only; {len(unset)} "
+                               f"link(s) on other servers or between them have one: "
+                               f"{', '.join(unset[:6])}{' ...' if len(unset) > 6 else ''} "
+                               f"(leave it unset there: the kernel's 1500)")
         self.servers = Servers()
         self._control_dir: Path | None = None
 
@@ -181,13 +188,15 @@ class ClusterNetwork(FabricNetwork):
                 "user": self.options.user, "controlPath": server.control_path,
                 "cluster_server": server}
 
+    def _local(self, ln: Link) -> bool:
+        """Whether both ends of `ln` are on this machine."""
+        a, b = self.placement.server_of(ln.a.node), self.placement.server_of(ln.b.node)
+        return a == b == LOCALHOST
+
     def _link_params(self, ln: Link) -> dict[str, Any]:
         """Links inside this machine are patched as on one machine; links inside another server
         are veth pairs made there, links between servers tunnels (the network's link class)."""
-        a, b = self.placement.server_of(ln.a.node), self.placement.server_of(ln.b.node)
-        if a == b and self.servers[a].local:
-            return super()._link_params(ln)
-        return {}
+        return super()._link_params(ln) if self._local(ln) else {}
 
     def _record(self, node: Any, kind: str) -> None:
         if isinstance(node, RemoteMixin) and node.isRemote:
@@ -207,10 +216,6 @@ class ClusterNetwork(FabricNetwork):
         if not netem and any(ln.delay_ms for ln in self.spec.links):
             self.warnings.append("link delays are not emulated: this kernel has no sch_netem "
                                  "(rates and queue depths are)")
-            _warn_once(self.warnings[-1])
-        if any(ln.mtu for ln in self.spec.links if self._link_params(ln) == {}):
-            self.warnings.append("link MTUs are set on this machine's links only (links on "
-                                 "other servers and between them keep their own)")
             _warn_once(self.warnings[-1])
         for ln in self.spec.links:
             for end in (ln.a, ln.b):
