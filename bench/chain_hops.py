@@ -10,7 +10,7 @@ packet-hop: the switches' CPU (utime + stime from /proc), their context switches
 woken with work; involuntary: preempted), and the loss.
 
     sudo .venv/bin/python bench/chain_hops.py [--switches 4] [--rates 1000,4000]
-        [--size 1000] [--mtu 9000] [--seconds 4] [--program ecmp]
+        [--size 1000] [--mtu 4200] [--seconds 4] [--program ecmp]
         [--target p4switch|bmv2|c-forward]
         [--htb MBPS]
         [--per-process K] [--pipeline native|python|c]
@@ -77,7 +77,7 @@ def main() -> int:
     p.add_argument("--rates", default="1000,4000", help="packets/s of the flow, one run each")
     p.add_argument("--size", type=int, default=1000, help="frame bytes")
     p.add_argument("--mtu", type=int, default=None,
-                   help="MTU of every veth (default the kernel's 1500; 9000 for --size 4138)")
+                   help="MTU of every veth (default the kernel's 1500; 4200 for --size 4138)")
     p.add_argument("--seconds", type=float, default=4.0)
     p.add_argument("--program", default="ecmp")
     p.add_argument("--pipeline", default="native", choices=("native", "python", "c"),

@@ -81,18 +81,24 @@ class CTrafficManager:
                              f"0-{PORTS - 1}")
         raise MemoryError("the C traffic manager has no memory for the queues of a port")
 
+    def _prio(self, priority: int | None) -> int:
+        """C's priority argument: -1 for every priority (None); one it refuses if negative."""
+        if priority is None:
+            return -1
+        return priority if priority >= 0 else self.priority_queues
+
     def set_queue_depth(self, depth: int, port: int | None = None,
                         priority: int | None = None) -> None:
         if depth < 0:
             raise ValueError(f"queue depth must be >= 0, got {depth}")
-        self._check(self._lib.cdp_tm_set_depth(self._tm, depth, _or(port), _prio(priority)),
+        self._check(self._lib.cdp_tm_set_depth(self._tm, depth, _or(port), self._prio(priority)),
                     port, priority)
 
     def set_queue_rate(self, rate_pps: float, port: int | None = None,
                        priority: int | None = None) -> None:
         if rate_pps < 0:
             raise ValueError(f"queue rate must be >= 0, got {rate_pps}")
-        self._check(self._lib.cdp_tm_set_rate(self._tm, rate_pps, _or(port), _prio(priority)),
+        self._check(self._lib.cdp_tm_set_rate(self._tm, rate_pps, _or(port), self._prio(priority)),
                     port, priority)
 
     def pause(self, port: int, priority: int, seconds: float) -> bool:
@@ -173,8 +179,3 @@ class CTrafficManager:
 def _or(value: int | None) -> int:
     return -1 if value is None else value
 
-
-def _prio(priority: int | None) -> int:
-    """C's priority argument: -1 for every priority (None), and a negative one as one out of
-    range (C reads -1 as every priority)."""
-    return -1 if priority is None else priority if priority >= 0 else 1 << 30
