@@ -2,7 +2,7 @@
 
 A test that brings up a fabric takes its name prefix and its switches' gRPC and runtime-CLI
 ports from its own row here, so two tests, or a test and an experiment run with its defaults
-beside it, never meet. Every block lies below the kernel's ephemeral port range (32768-60999,
+beside it, never meet. Every block lies outside the kernel's ephemeral port range (32768-60999,
 net.ipv4.ip_local_port_range): any outgoing connection may take a port there as its source port,
 and a switch then cannot bind it. tests/test_ports.py checks the table.
 

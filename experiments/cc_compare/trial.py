@@ -60,10 +60,11 @@ class Roles:
     spine: str
 
 
-def cc_fabric(senders: int = 3, *, prefix: str = "cc", grpc_base: int = 37559,
-              thrift_base: int = 37090) -> tuple[FabricSpec, Roles]:
+def cc_fabric(senders: int = 3, *, prefix: str = "cc", grpc_base: int = 30559,
+              thrift_base: int = 30090) -> tuple[FabricSpec, Roles]:
     """Two leaves of `senders` NICs each and one spine, without kernel shaping; names start
-    with `prefix`, management ports at the given bases."""
+    with `prefix`, management ports at the given bases (by default the experiment's, below
+    the kernel's ephemeral port range)."""
     if senders < 2:
         raise ValueError(f"cc-compare needs at least two hosts per leaf, got {senders}")
     spec = prefixed(build_fabric("leafspine", leaves=2, spines=1, hosts_per_leaf=senders,

@@ -17,7 +17,6 @@ links the `LinkProber` finds dropping.
 
 from __future__ import annotations
 
-import re
 import subprocess
 import time
 from collections.abc import Iterable
@@ -91,26 +90,6 @@ class FailoverLab(SessionLab):
     @property
     def prober(self) -> LinkProber | None:
         return self.session.prober
-
-    def kernel_drops(self, switches: Iterable[str] | None = None) -> int | None:
-        """Frames the kernel dropped so far on the receive rings of `switches` (default: all):
-        a switch kept off the CPU long enough overflows them (p4switch's `port_stats`
-        rx_dropped). None where that cannot be read: BMv2, or switches on several servers."""
-        if self.session.target.name != "p4switch" or self.cluster is not None:
-            return None
-        from controller.queues import run_commands
-
-        chosen = self.spec.switches if switches is None else map(self.spec.switch, switches)
-        return sum(int(n) for sw in chosen
-                   for n in re.findall(r"rx_dropped (\d+)",
-                                       run_commands(self.session.target, sw.thrift_port,
-                                                    ["port_stats"])))
-
-    def kernel_drops_since(self, before: int | None) -> int | None:
-        """Frames the receive rings dropped since `before` (an earlier `kernel_drops()`);
-        None where that cannot be read."""
-        after = self.kernel_drops()
-        return None if before is None or after is None else after - before
 
     # ---- lifecycle -----------------------------------------------------------------------
     def start_loops(self, reconverge: bool = True, probes: bool = True) -> None:

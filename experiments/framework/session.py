@@ -22,10 +22,11 @@ the session has no experiment's knowledge.
 from __future__ import annotations
 
 import contextlib
+import re
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -117,6 +118,7 @@ class FabricSession:
         self.loops = (reconverge, probes)
         self.watch_interval, self.probe_period = watch_interval, probe_period
         self.timer: StageLog = timer or _Quiet()
+        self.cluster = cluster
         self.net = fabric_network(spec, self.target, cluster=cluster, log_dir=log_dir,
                                   pcap_dir=pcap_dir)
         self.ctl: FabricController | None = None
@@ -227,6 +229,27 @@ class FabricSession:
         self.rc = self.prober = None
         return running
 
+    # ---- what the switches dropped -------------------------------------------------------
+    def kernel_drops(self, switches: Iterable[str] | None = None) -> int | None:
+        """Frames the kernel dropped so far on the receive rings of `switches` (default: all):
+        a switch kept off the CPU long enough overflows them (p4switch's `port_stats`
+        rx_dropped). None where that cannot be read: BMv2, or switches on several servers."""
+        if self.target.name != "p4switch" or self.cluster is not None:
+            return None
+        from controller.queues import run_commands
+
+        chosen = self.spec.switches if switches is None else map(self.spec.switch, switches)
+        return sum(int(n) for sw in chosen
+                   for n in re.findall(r"rx_dropped (\d+)",
+                                       run_commands(self.target, sw.thrift_port,
+                                                    ["port_stats"])))
+
+    def kernel_drops_since(self, before: int | None) -> int | None:
+        """Frames the receive rings dropped since `before` (an earlier `kernel_drops()`);
+        None where that cannot be read."""
+        after = self.kernel_drops()
+        return None if before is None or after is None else after - before
+
     # ---- hosts ---------------------------------------------------------------------------
     def host(self, nic: str) -> MininetHost:
         from traffic.hosts import MininetHost
@@ -258,6 +281,13 @@ class SessionLab:
     @property
     def ctl(self) -> FabricController | None:
         return self.session.ctl
+
+    def kernel_drops(self, switches: Iterable[str] | None = None) -> int | None:
+        """The switches' receive-ring drops so far (`FabricSession.kernel_drops`)."""
+        return self.session.kernel_drops(switches)
+
+    def kernel_drops_since(self, before: int | None) -> int | None:
+        return self.session.kernel_drops_since(before)
 
     def start(self: LabT) -> LabT:
         self.session.start()

@@ -1,7 +1,7 @@
 """Experiment `incast`: N-to-1 RoCEv2 incast under {no ECN/no PFC, ECN only, PFC only, ECN+PFC}.
 
-    fabric-lab run incast --quick          # about 30 s: 3 senders, 300 KB each
-    fabric-lab run incast -p settings=pfc,ecn+pfc -p xoff=8
+    fabric-lab run incast --quick          # about 30 s: 3 senders, 600 KB each
+    fabric-lab run incast -p settings=pfc,ecn+pfc -p xoff=49
 
 A two-leaf, one-spine fabric on Mininet + p4switch (`incast_lab`): the senders share the first
 leaf, the receiver sits on the second, and the switch queue towards the receiver (host_pps) is
@@ -22,19 +22,21 @@ congested port, so PFC's head-of-line blocking shows as its slowdown. Output:
 The receiver stops when every message is complete, or after `idle_s` without data: long enough
 for the senders' go-back-N to resend a lost tail after a few doubled timeouts (0.5 + 1 + 2 + 4 s).
 
-Rates (docs/rates.md): the congested port drains `host_pps` = 2400 packets/s (20.8 Mb/s of
+Rates (docs/rates.md): the congested port drains `host_pps` = 4800 packets/s (41.6 Mb/s of
 1082-byte frames), the switch-to-switch queues `fabric_pps` = 4 x that; each sender offers the
-host rate (three senders: a 3:1 incast), the victim `victim_pps` = 1200 (10.4 Mb/s, half its
-port). PFC quanta count 512 bit times at `link_mbps` = 20: quanta 2000 pause for 51 ms. Queues
-towards hosts hold `depth` = 64 packets, switch-to-switch queues `fabric_depth` = 128: above
-XOFF, a paused uplink must absorb what four hosts send until their pause takes effect, 118
-packets = 12 ms at the fabric rate (with 64, 5.6 ms, the first leaf's uplink dropped bursts).
+host rate (three senders: a 3:1 incast), the victim `victim_pps` = 2400 (20.8 Mb/s, half its
+port). PFC quanta count 512 bit times at `link_mbps` = 40: quanta 4000 pause for 51 ms. Queues
+towards hosts hold `depth` = 256 packets (53 ms at the host rate), switch-to-switch queues
+`fabric_depth` = 512: above XOFF, a paused uplink must absorb what four hosts send until their
+pause takes effect, 472 packets = 25 ms at the fabric rate. `--target bmv2` runs the former
+rates and queues (`per_target`): BMv2 carries a fraction of these rates.
 
-Thresholds in packets (scaled as BDP multiples): ECN kmin 5 / kmax 20 / pmax 0.2; PFC XOFF 10,
-XON 4. The dequeue-time XOFF rule (p4src/include/pfc.p4) sees a crossing one queue residence
-late, while packets keep coming at up to the fabric rate: XOFF x fabric_pps / host_pps must stay
-within the queue depth, or the congested port drops before its pause takes effect (exercise:
-`-p xoff=24 -p xon=10` and watch drops_congested).
+Thresholds in packets: ECN kmin 20 / kmax 80 / pmax 0.2 (4 and 17 ms of the congested port's
+queue); PFC XOFF 40, XON 16. The dequeue-time XOFF rule (p4src/include/pfc.p4) sees a crossing
+one queue residence late, while packets keep coming at up to the fabric rate: XOFF x fabric_pps
+/ host_pps must stay within the queue depth, or the congested port drops before its pause takes
+effect (exercise: `-p xoff=96 -p xon=40` and watch drops_congested); lab 5 adds the pause's
+reaction time and gets XOFF 49.
 """
 
 from __future__ import annotations
@@ -60,7 +62,8 @@ def run(ctx: RunContext) -> None:
         ctx.progress(f"incast: warning: XOFF {params['xoff']} x fabric/host rate "
                      f"{params['fabric_pps']}/{params['host_pps']} = {headroom:g} packets "
                      f"exceeds the {params['depth']}-packet queue: PFC may not be lossless")
-    spec, roles = incast_fabric(params["senders"])
+    spec, roles = incast_fabric(params["senders"], grpc_base=params["port_base"],
+                                thrift_base=params["port_base"] + 500)
     summaries, series = [], []
     with CongestionLab(spec, host_pps=params["host_pps"], fabric_pps=params["fabric_pps"],
                        depth=params["depth"], fabric_depth=params["fabric_depth"],
@@ -79,7 +82,9 @@ def run(ctx: RunContext) -> None:
             ctx.progress(f"incast: {setting}: {drops_text(s)}, {s['lost']} lost at the "
                          f"receiver, {s['messages_complete']}/{s['senders']} messages complete in "
                          f"{s['completion_s']} s, peak queue {s['peak_queue_congested']}, "
-                         f"victim {s['victim_mbps_before']} -> {s['victim_mbps_during']} Mb/s")
+                         f"victim {s['victim_mbps_before']} -> {s['victim_mbps_during']} Mb/s"
+                         + (f"; the switches' receive rings dropped {s['ring_drops']} frames"
+                            if s["ring_drops"] else ""))
             ctx.out.write_csv("summary.csv", summaries, SUMMARY_FIELDS)
             ctx.out.write_csv("timeseries.csv", series, SERIES_FIELDS)
 
@@ -97,13 +102,21 @@ EXPERIMENT = Experiment(
     summary="N-to-1 RoCEv2 incast with and without ECN/DCQCN and PFC: drops, completion, queues, "
             "pauses and a victim flow's head-of-line blocking",
     duration="about 30 s with --quick, 40 s in full; Mininet + p4switch or BMv2, root",
-    defaults={"settings": list(SETTINGS), "senders": 3, "message_kb": 1000, "host_pps": 2400,
-              "fabric_pps": 9600, "depth": 64, "fabric_depth": 128, "link_mbps": 20.0,
-              "kmin": 5, "kmax": 20, "pmax": 0.2,
-              "xoff": 10, "xon": 4, "quanta": 2000, "refresh_us": 20_000,
-              "victim_pps": 1200, "victim_s": 6.0, "victim_lead_s": 1.0, "idle_s": 8.0,
-              "sample_ms": 50, "bmv2_paused_share": 0.1},
-    quick={"message_kb": 300, "victim_s": 3.5},
+    defaults={"settings": list(SETTINGS), "senders": 3, "message_kb": 2000, "host_pps": 4800,
+              "fabric_pps": 19200, "depth": 256, "fabric_depth": 512, "link_mbps": 40.0,
+              "kmin": 20, "kmax": 80, "pmax": 0.2,
+              "xoff": 40, "xon": 16, "quanta": 4000, "refresh_us": 20_000,
+              "victim_pps": 2400, "victim_s": 6.0, "victim_lead_s": 1.0, "idle_s": 8.0,
+              "sample_ms": 50, "bmv2_paused_share": 0.1,
+              # gRPC from here, runtime CLI from here + 500; above the kernel's ephemeral
+              # ports (32768-60999), which an outgoing connection may hold in TIME_WAIT
+              "port_base": 61000},
+    quick={"message_kb": 600, "victim_s": 3.5},
+    # BMv2 carries a fraction of these rates without loss (docs/rates.md, "On BMv2"): the
+    # incast's former rates and queues, which docs/mechanisms/pfc.md compares on both targets
+    per_target={"bmv2": {"host_pps": 250, "fabric_pps": 1000, "victim_pps": 100, "depth": 64,
+                         "fabric_depth": 64, "link_mbps": 10.0, "quanta": 1000, "kmin": 5,
+                         "kmax": 20, "xoff": 10, "xon": 4, "message_kb": 100}},
     run=run,
     plot=plot,
     fabrics=("leafspine",),

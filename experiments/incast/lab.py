@@ -37,11 +37,12 @@ class IncastRoles:
                 (self.congested, self.victim_port, self.spine_down, self.leaf_up)]
 
 
-def incast_fabric(senders: int = 3, *, prefix: str = "ic", grpc_base: int = 48559,
-                  thrift_base: int = 48090) -> tuple[FabricSpec, IncastRoles]:
+def incast_fabric(senders: int = 3, *, prefix: str = "ic", grpc_base: int = 61000,
+                  thrift_base: int = 61500) -> tuple[FabricSpec, IncastRoles]:
     """Two leaves and one spine without kernel shaping; `senders` + 1 NICs per leaf. Names
     start with `prefix` and management ports sit at the given bases, apart from `fabric-lab up`
-    fabrics (the tests use another prefix and range)."""
+    fabrics and outside the kernel's ephemeral port range (the tests use another prefix and
+    range)."""
     if senders < 1:
         raise ValueError(f"an incast needs at least one sender, got {senders}")
     per_leaf = senders + 1

@@ -45,7 +45,7 @@ def drops_counted_by(target: Target) -> str:
             else "counter balance; BMv2 counts no tail drops")
 
 
-SUMMARY_FIELDS = ["setting", "drops_congested", "drops_fabric", "drops_counted_by",
+SUMMARY_FIELDS = ["setting", "drops_congested", "drops_fabric", "drops_counted_by", "ring_drops",
                   "balance_congested", "balance_spine", "balance_leaf", "retransmitted", "lost", "messages_complete",
                   "senders", "completion_s", "goodput_mbps", "peak_queue_congested",
                   "peak_queue_upstream", "peak_queue_leaf_uplink", "ecn_marked", "cnps",
@@ -86,6 +86,7 @@ def run_trial(lab: CongestionLab, roles: IncastRoles, setting: str, params: dict
     agents_paused = _agents_paused(lab, roles)
     balances = incast_balances(lab.spec, roles)
     balance_before = settled(lab.channels, balances)
+    ring_before = lab.kernel_drops()
     sampler = TelemetrySampler(lab.channels, roles.watched(), target=lab.target,
                                interval_s=interval_s).start()
     try:
@@ -114,6 +115,7 @@ def run_trial(lab: CongestionLab, roles: IncastRoles, setting: str, params: dict
     finally:
         rows = sampler.stop()
     balance_after = settled(lab.channels, balances)
+    ring_drops = lab.kernel_drops_since(ring_before)
     if sampler.errors:
         raise RuntimeError(f"telemetry failed: {sampler.errors[0]}")
     if lab.pause_agents is not None and lab.pause_agents.errors:
@@ -126,6 +128,8 @@ def run_trial(lab: CongestionLab, roles: IncastRoles, setting: str, params: dict
     summary = _summary(setting, roles, rows, received, sent, victim_sent, victim,
                        t_incast, incast_end, params)
     summary["drops_counted_by"] = drops_counted_by(lab.target)
+    # frames the switches' receive rings dropped: a switch that fell behind, not a queue
+    summary["ring_drops"] = "" if ring_drops is None else ring_drops
     for key in balances:
         summary[f"balance_{key}"] = balance_after[key] - balance_before[key]
     if not lab.target.caps.reports_tm_stats:  # the balances are the drops

@@ -22,17 +22,22 @@ the network stays up), every N and seed:
 - out-of-order fraction and reorder-buffer peak at the receivers.
 
 Rates (docs/rates.md): `link_mbps` 0 (the default) gives every link of a fabric the rate that
-leaves each flow `flow_mbps` (10 Mb/s) at the largest N: 10 x ceil(N / NICs under the source
-leaf), 20 Mb/s on leafspine (4 NICs), 40 Mb/s on bigraph and hpn7 (2 NICs), so the source leaf
-offers 80 Mb/s (about 9,200 frames/s) whatever the fabric. A flow is 32 packets, as at the
-former 1 Mb/s: the queues reach the same depths in packets, 20-40 times sooner. The go-back-N
-timer `rto_s` and the reorder timeout (0.25 s) outlast a full 128-packet uplink queue at a
-quarter of 20 Mb/s (235 ms), so only a lost packet, never a queued one, is resent.
+leaves each flow `flow_mbps` (20 Mb/s) at the largest N: 20 x ceil(N / NICs under the source
+leaf), 40 Mb/s on leafspine (4 NICs), 80 Mb/s on bigraph and hpn7 (2 NICs), so the source leaf
+offers 160 Mb/s (about 18,400 frames/s) whatever the fabric. A flow is 256 packets (256 KB) and
+the source leaf's uplink queues hold `uplink_depth` = 1024: where ECMP hashes several flows onto
+one uplink its queue holds hundreds of packets (a 2-flow collision at N = 4 about 270), without
+a drop. The go-back-N timer `rto_s` and the reorder timeout (1 s) outlast a full 1024-packet
+uplink queue at a quarter of 40 Mb/s (0.94 s), so only a lost packet, never a queued one, is
+resent. The flowlet gaps are 0.5 ms (about one packet interval of a 20 Mb/s flow, so jitter
+starts new flowlets) and 50 ms.
 
 Parameters `name_prefix` and `port_base` prefix every node and interface name and move the
 switches' management ports, so a run can share the machine with another fabric.
 
-Files: `runs.csv` (one row per scenario, mode, N, seed), `flows.csv` (one row per flow),
+Files: `runs.csv` (one row per scenario, mode, N, seed; with the deepest enqueue on the source
+leaf's uplinks, `uplink_queue_peak`, and the frames the switches' receive rings dropped,
+`ring_drops`: a switch that fell behind, not a queue), `flows.csv` (one row per flow),
 `links.csv` (bytes per directed switch link per run); plots `imbalance.png` (imbalance vs N per
 mode on even uplinks, the balls-into-bins line for ECMP), `completion_cdf.png` (CDF of the job
 slowdown per mode, even uplinks), `scenarios.png` (slowdown and the slowed uplink's byte share
@@ -67,7 +72,7 @@ RUN_FIELDS = ["fabric", "scenario", "mode", "gap_us", "tags", "label", "flows", 
               "tput_min_bps", "tput_max_bps", "tput_cv", "packets", "out_of_order",
               "ooo_fraction", "reorder_peak", "reorder_distance_max", "lost", "complete",
               "goodput_bps", "retransmitted_packets", "retransmitted_bytes", "naks", "timeouts",
-              "first_uplink_share"]
+              "first_uplink_share", "uplink_queue_peak", "ring_drops"]
 FLOW_FIELDS = ["fabric", "scenario", "label", "flows", "seed", "flow", "sport", "bytes",
                "completion_s",
                "throughput_bps", "packets", "out_of_order", "reorder_occupancy_max",
@@ -263,12 +268,14 @@ def run(ctx: RunContext) -> None:
         ctx.progress(f"lb-compare: {name}: links at {mbps:g} Mb/s")
         first_mode, first_gap, first_tags = modes(params)[0]
         leaf = end_leaves(spec)[0]
+        ups = uplinks(spec, leaf)
         with LbLab(spec, mode=first_mode, flowlet_gap_us=first_gap or None, target=target,
                    switch_tags=first_tags, log_dir=ctx.out.path / "logs" / name,
                    cluster=ctx.cluster) as lab:
             rates = UplinkRates(functools.partial(lab.runtime_cli, leaf),
-                                [spec.port_to(leaf, up) for _, up in uplinks(spec, leaf)],
+                                [spec.port_to(leaf, up) for _, up in ups],
                                 link_mbps=mbps, slow_factor=params["slow_factor"],
+                                depth=params["uplink_depth"],
                                 degrade_after=params["degrade_after"])
             for mode, gap, tags in modes(params):
                 if (mode, gap, tags) != (lab.mode, lab.flowlet_gap_us or 0, lab.switch_tags):
@@ -281,15 +288,20 @@ def run(ctx: RunContext) -> None:
                         flows = plan(spec, n, seed, params["flow_bytes"], taken,
                                      qpn_base=256 * run_no)
                         before = lab.link_counters()
+                        lab.queue_peaks(ups)  # zeroes them
+                        drops_before = lab.kernel_drops()
                         with rates.scenario(scenario, ideal_s(flows, rate_bps)):
                             outcomes = lab.run_flows(flows, rate_bps=rate_bps,
                                                      timeout_s=params["timeout_s"],
                                                      sender=sender, receiver=receiver)
                         if scenario != "even":  # resends still queued behind the slow port
-                            lab.wait_idle(uplinks(spec, leaf))
+                            lab.wait_idle(ups)
                         loads = lab.link_counters() - before
                         row = run_row(spec, mode, gap, flows, seed, outcomes, loads, rate_bps,
                                       scenario, tags)
+                        row["uplink_queue_peak"] = max(lab.queue_peaks(ups).values())
+                        drops = lab.kernel_drops_since(drops_before)
+                        row["ring_drops"] = "" if drops is None else drops
                         runs.append(row)
                         flow_rows += _flow_rows(row, outcomes)
                         link_rows += [{"fabric": name, "scenario": scenario,
@@ -302,7 +314,10 @@ def run(ctx: RunContext) -> None:
                                      f"(ECMP theory {row['expected_ecmp']:.2f}), JCT "
                                      f"{row['jct_s']:.2f} s, out of order "
                                      f"{row['ooo_fraction']:.1%}, resent "
-                                     f"{row['retransmitted_packets']}")
+                                     f"{row['retransmitted_packets']}, uplink queue peak "
+                                     f"{row['uplink_queue_peak']}"
+                                     + (f", {row['ring_drops']} dropped at the switches' "
+                                        f"receive rings" if row["ring_drops"] else ""))
     ctx.out.write_csv("runs.csv", runs, RUN_FIELDS)
     ctx.out.write_csv("flows.csv", flow_rows, FLOW_FIELDS)
     ctx.out.write_csv("links.csv", link_rows, LINK_FIELDS)
@@ -348,18 +363,25 @@ EXPERIMENT = Experiment(
             "reorder tags, on even and asymmetric uplinks: link imbalance against "
             "balls-into-bins, per-flow throughput, job completion time, reordering, "
             "go-back-N retransmissions",
-    duration="about 1 min with --quick, 6 min in full; Mininet, root",
+    duration="about 45 s with --quick, 3 min in full; Mininet, root",
     defaults={"fabrics": ["leafspine", "bigraph", "hpn7"],
               "modes": ["ecmp", "flowlet", "dlb", "qdlb", "dlb-untagged"],
-              "flowlet_gaps_us": [1000, 50000], "flows": [2, 4, 8], "seeds": 3,
+              "flowlet_gaps_us": [500, 50000], "flows": [2, 4, 8], "seeds": 3,
               "scenarios": ["even", "slow-uplink", "degrade"],
               "scenario_modes": ["ecmp", "dlb", "qdlb"], "scenario_flows": [8],
               "slow_factor": 0.25, "degrade_after": 0.3,
-              "flow_bytes": 32768, "link_mbps": 0.0, "flow_mbps": 10.0, "queue_pkts": 256,
+              "flow_bytes": 262144, "link_mbps": 0.0, "flow_mbps": 20.0, "queue_pkts": 256,
+              "uplink_depth": 1024,
               "timeout_s": 30.0,
-              "rto_s": 0.25, "ack_every": 4, "reorder_timeout_s": 0.25,
+              "rto_s": 1.0, "ack_every": 4, "reorder_timeout_s": 1.0,
               "name_prefix": "", "port_base": 22000},
     quick={"fabrics": ["leafspine"], "flows": [4, 8], "seeds": 2},
+    # BMv2 carries a tenth of these rates without loss (docs/rates.md, "On BMv2"): 2 Mb/s per
+    # flow and the former 32-packet flows; the timers outlast a full 128-packet uplink queue at
+    # a quarter of 4 Mb/s (1.17 s), and the narrow gap is under a packet interval (4.4 ms)
+    per_target={"bmv2": {"flow_mbps": 2.0, "flow_bytes": 32768, "uplink_depth": 128,
+                         "rto_s": 1.5, "reorder_timeout_s": 1.5,
+                         "flowlet_gaps_us": [3000, 50000]}},
     run=run,
     plot=plot,
     fabrics=tuple(SCALES),

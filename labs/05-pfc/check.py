@@ -7,6 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from experiments.incast.experiment import EXPERIMENT as INCAST_EXPERIMENT
 from fabric_lab.labkit import Step, StepFailed, Work
 
 TITLE = "PFC: thresholds for a lossless queue"
@@ -16,7 +17,8 @@ FILE = "pfc_lab.py"
 
 REACTION_S = 0.003  # the lab's model: the pause acts 3 ms after it is decided
 CASES = [(64, 1000, 250), (64, 250, 250), (32, 2000, 250), (100, 1000, 1000), (50, 3000, 1000)]
-INCAST = {"depth": 64, "fabric_pps": 9600, "host_pps": 2400}  # `fabric-lab run incast` defaults
+# the queue and rates of `fabric-lab run incast` (its defaults, on p4switch)
+INCAST = {key: INCAST_EXPERIMENT.defaults[key] for key in ("depth", "fabric_pps", "host_pps")}
 
 
 def _thresholds(work: Work, depth: int, fabric: float, host: float) -> tuple[int, int]:
@@ -81,7 +83,6 @@ def incast_lossless(work: Work) -> str:
         raise StepFailed("this step runs an incast on Mininet and needs root: sudo fabric-lab "
                          "lab check 5")
     from experiments.framework import execute
-    from experiments.incast.experiment import EXPERIMENT
 
     xoff, xon = _thresholds(work, INCAST["depth"], INCAST["fabric_pps"], INCAST["host_pps"])
     overrides = {"settings": "pfc", "xoff": str(xoff), "xon": str(xon)}
@@ -90,7 +91,7 @@ def incast_lossless(work: Work) -> str:
         if out.exists() and any(out.iterdir()):
             out = out.with_name(f"{out.name}-{os.getpid()}")
         try:
-            result = execute(EXPERIMENT, quick=True, target="p4switch", out=out,
+            result = execute(INCAST_EXPERIMENT, quick=True, target="p4switch", out=out,
                              overrides=overrides, progress=lambda _line: None)
         except Exception as err:  # the run itself failed: a stalled fabric, a missing tool
             raise StepFailed(f"the incast with XOFF {xoff}, XON {xon} did not complete "
@@ -119,5 +120,5 @@ STEPS = [
          "TODO 2: raise ValueError when XOFF < 2"),
     Step("an incast with these thresholds loses nothing (short experiment)", incast_lossless,
          "read summary.csv: drops_congested, peak_queue_congested; compare with the docs' "
-         "exercise `-p xoff=24 -p xon=10`", after_all=True),
+         "exercise `-p xoff=96 -p xon=40`", after_all=True),
 ]

@@ -84,6 +84,12 @@ class Dataplane:
         with contextlib.suppress(BlockingIOError):  # full pipe: already awake
             os.write(self._wake_w, b"x")
 
+    @property
+    def wake_fd(self) -> int:
+        """The write end of the pipe that wakes the loop (non-blocking): `signal.set_wakeup_fd`
+        takes it, so a signal wakes a loop running in C, where no Python handler can run."""
+        return self._wake_w
+
     # -- the loop ------------------------------------------------------------------------
     def run(self) -> None:
         run_dataplanes([self])

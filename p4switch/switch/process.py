@@ -263,7 +263,13 @@ def run_switches(group: Sequence[SwitchOptions]) -> int:
             dataplanes = [switch.dataplane for switch in switches
                           if switch.dataplane is not None]
             if len(dataplanes) == 1:
-                dataplanes[0].run()  # its own loop (in C, for CSwitchDataplane)
+                # its own loop (in C, for CSwitchDataplane, without the interpreter: the
+                # signal's byte on the wake pipe brings it back to run the handler)
+                previous = signal.set_wakeup_fd(dataplanes[0].wake_fd)
+                try:
+                    dataplanes[0].run()
+                finally:
+                    signal.set_wakeup_fd(previous)
             else:
                 run_dataplanes(dataplanes)
     finally:

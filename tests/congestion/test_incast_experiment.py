@@ -15,13 +15,14 @@ from experiments.framework.telemetry import COLUMNS
 from experiments.incast.trial import SETTINGS, SUMMARY_FIELDS
 
 ROOT = Path(__file__).resolve().parents[2]
-# Half the experiment's rates. At its defaults the incast is about 25,000 packet-hops/s, 70 % of
-# what the switches carry on two free cores (docs/rates.md): with a CPU-bound process beside it,
-# the switches fall behind and a pause acts up to ~3 ms late, which fills the congested port's
-# headroom (its peak reached 63 of 64 packets, against 24-33 on an idle machine). At half the
-# rates the peak stays at 14-37 beside such a process. PFC must lose nothing either way; this
-# tests the mechanism, not the machine's spare CPU.
-HALF_RATES = ["-p", "host_pps=1200", "-p", "fabric_pps=4800", "-p", "victim_pps=600"]
+# Half the experiment's rates. At its defaults the incast offers up to 50,000 packet-hops/s (3
+# senders at the host rate and the victim, over 3 switches), near what the switches carry on two
+# free cores (docs/rates.md): with a CPU-bound process beside it, the switches fall behind and a
+# pause acts late, which eats into the congested port's headroom. PFC must lose nothing either
+# way; this tests the mechanism, not the machine's spare CPU. The thresholds stay the defaults':
+# XOFF 40 x 4 (fabric/host rate) = 160 packets leave the 256-packet queue 96 for the pause's
+# reaction, 10 ms at the halved fabric rate.
+HALF_RATES = ["-p", "host_pps=2400", "-p", "fabric_pps=9600", "-p", "victim_pps=1200"]
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -51,6 +52,7 @@ def test_incast_quick_run_writes_complete_results(tmp_path: Path) -> None:
     none, ecn, pfc, both = (summary[s] for s in SETTINGS)
     assert int(none["drops_congested"]) > 0 and int(none["retransmitted"]) > 0
     assert {r["drops_counted_by"] for r in summary.values()} == {"traffic manager tail drops"}
+    assert all(r["ring_drops"].isdigit() for r in summary.values())  # p4switch reports them
     assert params["target"] == "p4switch" and params["target_requested"] == "auto"
     for row in (pfc, both):
         assert int(row["drops_congested"]) == 0

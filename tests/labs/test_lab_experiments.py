@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from fabric_lab.labkit import SOLUTIONS
+from experiments.incast.experiment import EXPERIMENT as INCAST
+from fabric_lab.labkit import SOLUTIONS, _module
 
 pytestmark = [pytest.mark.mininet, pytest.mark.slow, pytest.mark.root]
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,11 +27,14 @@ def test_lab5_incast_with_the_solutions_thresholds_is_lossless(tmp_path):
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
     assert "[PASS] 6. an incast with these thresholds loses nothing" in out
-    assert "XOFF 8, XON 4: drops_congested 0" in out
+    depth, fabric, host = (INCAST.defaults[k] for k in ("depth", "fabric_pps", "host_pps"))
+    xoff, xon = _module(SOLUTIONS / "05-pfc" / "pfc_lab.py", "pfc_answer").pfc_thresholds(
+        depth, fabric, host)
+    assert f"XOFF {xoff}, XON {xon}: drops_congested 0" in out
     with (tmp_path / "lab5-incast" / "summary.csv").open(newline="") as handle:
         (row,) = list(csv.DictReader(handle))
     assert row["setting"] == "pfc" and row["drops_congested"] == "0"
-    assert int(row["peak_queue_congested"]) <= 64
+    assert int(row["peak_queue_congested"]) <= depth
     assert (tmp_path / "lab5-incast" / "queues.png").is_file()
 
 
@@ -47,18 +51,18 @@ def test_lab6_fabric_routed_by_the_solution_survives_a_downlink_failure(tmp_path
 
 
 def test_the_incast_step_catches_thresholds_without_headroom(tmp_path):
-    """XOFF 56 of a 64-packet queue filled 4x faster than it drains: the other steps would
+    """XOFF 224 of a 256-packet queue filled 4x faster than it drains: the other steps would
     refuse it; the experiment step, run on it directly, measures drops. (The docs' exercise,
-    XOFF 24, leaves 40 packets, and the queue overshoots XOFF by what arrives before the senders
-    stop: with senders slowed by a loaded machine it once peaked at 48, no drop.)"""
+    XOFF 96, needs 384 packets by the rule and dropped 71 in one run; at XOFF 224 the queue is
+    full long before the pause is decided.)"""
     pytest.importorskip("p4switch.compiler", reason="the p4switch compiler is not in the tree")
     from fabric_lab.labkit import StepFailed, Work, lab
 
     wrong = tmp_path / "pfc_lab.py"
-    wrong.write_text("def pfc_thresholds(depth, fabric_pps, host_pps):\n    return 56, 28\n")
+    wrong.write_text("def pfc_thresholds(depth, fabric_pps, host_pps):\n    return 224, 112\n")
     item = lab(5)
     step = next(s for s in item.steps if s.after_all)
-    with pytest.raises(StepFailed, match=r"XOFF 56, XON 28: drops_congested [1-9]"):
+    with pytest.raises(StepFailed, match=r"XOFF 224, XON 112: drops_congested [1-9]"):
         step.check(Work(item, wrong))
     assert (tmp_path / "lab5-incast" / "summary.csv").is_file()
 

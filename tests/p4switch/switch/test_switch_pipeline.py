@@ -75,8 +75,8 @@ def test_c_data_plane_forwards_and_counts(net, tmp_path: Path, fresh_cache: Path
                                           pipeline: str) -> None:
     """`--pipeline auto` (the default) and `c`: the program runs on the C data plane, with the
     entries P4Runtime writes, its direct counter read back over P4Runtime
-    (test_switch_p4runtime.py runs the rest of P4Runtime on it); a switch that logs packets
-    keeps a Python pipeline and says why."""
+    (test_switch_p4runtime.py runs the rest of P4Runtime on it), and SIGTERM stops it while its
+    loop runs in C; a switch that logs packets keeps a Python pipeline and says why."""
     hosts = [net.host(f"h{i}") for i in (1, 2)]
     ifs = [net.link(h, "eth0", i + 1) for i, h in enumerate(hosts)]
     socks = [raw_socket(h, "eth0") for h in hosts]
@@ -97,6 +97,8 @@ def test_c_data_plane_forwards_and_counts(net, tmp_path: Path, fresh_cache: Path
         counted = entity.direct_counter_entry.data
         assert (counted.packet_count, counted.byte_count) == (5, sum(map(len, frames)))
         client.close()
+        # SIGTERM ends it (status 0), not the SIGKILL after 5 s: the signal wakes the C loop
+        assert sw.stop() == 0
     with SwitchProcess([*args, "--pipeline", pipeline, "--no-p4"], log=True) as sw:
         client, _ = push(sw, tmp_path)
         assert sw.command("show_pipeline") in ("native", "python")
