@@ -22,6 +22,7 @@ import logging
 import os
 import select
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from p4switch.switch.dataplane import Dataplane, run_dataplanes
 from p4switch.switch.device import Device
@@ -29,11 +30,16 @@ from p4switch.switch.linkmon import LinkMonitor
 from p4switch.switch.pfc import PauseHold
 from p4switch.switch.ports import RawPort
 
+from . import ports, tables, tm
 from .build import C_DIR, load_library
 from .engine import CEngine
+from .pipeline import program_library
 from .ports import CPort, CRingPort
 from .tables import SOURCES
 from .tm import PORTS, CTrafficManager
+
+if TYPE_CHECKING:
+    from p4switch.compiler import CompiledProgram
 
 log = logging.getLogger("p4switch.dataplane")
 _ptr, _u32 = ctypes.c_void_p, ctypes.c_uint32
@@ -63,6 +69,15 @@ def switch_library() -> ctypes.CDLL:
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, res
     return lib
+
+
+def build_for(program: CompiledProgram) -> None:
+    """Every C library a switch running `program` on this data plane loads, built unless kept
+    in the compile cache (`p4switch-compile --c`, `make setup`); CUnsupported or
+    NativeUnavailable when it cannot be."""
+    program_library(program)
+    for library in (switch_library, ports.library, tables.library, tm.library):
+        library()
 
 
 class _NoPauseHold(PauseHold):

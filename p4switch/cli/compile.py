@@ -1,12 +1,14 @@
-"""`p4switch-compile PROGRAM.p4 [-I DIR] [-D NAME[=VALUE]] (-o OUTDIR | --native)`.
+"""`p4switch-compile PROGRAM.p4 [-I DIR] [-D NAME[=VALUE]] (-o OUTDIR | --native | --c)`.
 
 Writes OUTDIR/<name>.p4info.txtpb (as p4c's `--p4runtime-files`) and OUTDIR/<name>.p4switch.json
-(the device config that SetForwardingPipelineConfig carries). `--native` also builds the
-program's native pipeline and keeps it beside the compile cache (p4switch/native.py), where
-every switch started with `--pipeline auto` (the default) finds it. Exit status: 0 compiled,
-1 the program has errors (listed on stderr as `file:line:col: message`), 2 bad usage or I/O
-error, 3 an internal error of the compiler (a defect: the traceback on stderr), 4 the native
-pipeline cannot be built here (the reason on stderr).
+(the device config that SetForwardingPipelineConfig carries). `--c` also builds what a switch
+running the program on the C data plane loads (p4switch/cdp), `--native` the program's native
+pipeline (p4switch/native.py); both are kept in the compile cache, where every switch started
+with `--pipeline auto` (the default) finds them, and the first switch to load the program then
+builds nothing. Exit status: 0 compiled, 1 the program has errors (listed on stderr as
+`file:line:col: message`), 2 bad usage or I/O error, 3 an internal error of the compiler (a
+defect: the traceback on stderr), 4 the C data plane or the native pipeline cannot be built
+here (the reason on stderr).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="directory for <name>.p4info.txtpb and <name>.p4switch.json")
     parser.add_argument("--native", action="store_true",
                         help="build and keep the native pipeline (needs Cython and a C compiler)")
+    parser.add_argument("--c", dest="c_data_plane", action="store_true",
+                        help="build and keep the program's C data plane (needs a C compiler)")
     return parser
 
 
@@ -54,8 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         defines = parse_defines(args.defines)
     except ValueError as exc:
         parser.error(str(exc))
-    if args.outdir is None and not args.native:
-        parser.error("give -o OUTDIR, --native, or both")
+    if args.outdir is None and not (args.native or args.c_data_plane):
+        parser.error("give -o OUTDIR, --native, --c, or several")
     if not args.program.is_file():
         print(f"p4switch-compile: {args.program}: no such file", file=sys.stderr)
         return 2
@@ -83,6 +87,16 @@ def main(argv: list[str] | None = None) -> int:
         except NativeUnavailable as exc:
             print(f"p4switch-compile: {args.program}: no native pipeline: {exc}",
                   file=sys.stderr)
+            return 4
+    if args.c_data_plane:
+        from p4switch.cdp.gen.program import CUnsupported
+        from p4switch.cdp.switch import build_for
+        from p4switch.native import NativeUnavailable
+
+        try:
+            build_for(program)
+        except (CUnsupported, NativeUnavailable) as exc:
+            print(f"p4switch-compile: {args.program}: no C data plane: {exc}", file=sys.stderr)
             return 4
     if args.outdir is None:
         return 0

@@ -109,6 +109,31 @@ def test_c_data_plane_forwards_and_counts(net, tmp_path: Path, fresh_cache: Path
         s.close()
 
 
+def test_compile_c_builds_what_a_c_switch_loads(net, tmp_path: Path, fresh_cache: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """`p4switch-compile --c` (what `make setup` runs) leaves the first switch to load the
+    program nothing to build; without a C compiler it says why, with status 4."""
+    built = subprocess.run([sys.executable, "-m", "p4switch.cli.compile", str(PROGRAM), "--c"],
+                           cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
+    assert built.returncode == 0, built.stderr
+    kept = sorted(p.name for p in (fresh_cache / "cdp").glob("*.so"))
+    assert len(kept) == 5, kept  # the program's, the loop's, the ports', tables' and TM's
+    hosts = [net.host(f"h{i}") for i in (1, 2)]
+    ifs = [net.link(h, "eth0", i + 1) for i, h in enumerate(hosts)]
+    args = [a for i, name in enumerate(ifs) for a in ("-i", f"{i + 1}@{name}")]
+    with SwitchProcess([*args, "--no-p4"]) as sw:  # --pipeline auto
+        client, _ = push(sw, tmp_path)
+        assert sw.command("show_pipeline") == "c"
+        client.close()
+    assert sorted(p.name for p in (fresh_cache / "cdp").glob("*.so")) == kept
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    refused = subprocess.run([sys.executable, "-m", "p4switch.cli.compile", str(PROGRAM),
+                              "--c"], cwd=REPO, capture_output=True, text=True, timeout=120,
+                             check=False)
+    assert refused.returncode == 4
+    assert "switch_test.p4: no C data plane: no C compiler" in refused.stderr, refused.stderr
+
+
 def test_auto_runs_python_until_the_native_pipeline_is_built(tmp_path: Path,
                                                              fresh_cache: Path) -> None:
     """Where the C data plane does not run the program (here: the switch logs packets)."""
