@@ -52,17 +52,25 @@ def test_lb_compare_quick(tmp_path):
         assert r["complete"] == "1", f"{r['scenario']} {r['label']} N={n}: flows incomplete"
         assert float(r["expected_ecmp"]) == pytest.approx(expected_imbalance(n, links), abs=1e-3)
         assert float(r["slowdown"]) >= 0.9
+    whole_flow_rows = 0
     for r in even:
         n, links = int(r["flows"]), int(r["uplinks"])
         if r["label"] == "dlb":  # every flow sprayed evenly over the 4 uplinks
             assert float(r["imbalance"]) < 1.1, r
             assert int(r["packets"]) == n * per_flow and r["uplinks_used"] == str(links)
             assert r["naks"] == "0", "tagged reordering must not draw NAKs"
-        if r["label"] == "ecmp":  # whole flows per uplink: max/mean is (flows on one) * links/n
+        if r["label"] == "ecmp" and r["retransmitted_packets"] == "0":
+            # whole flows per uplink: max/mean is (flows on one) * links/n. A run that lost a
+            # packet carries go-back-N's resends on top (hundreds of packets), which this does
+            # not model: on a busy machine a starved switch can drop one (ring_drops)
             on_busiest = float(r["imbalance"]) * n / links
             assert on_busiest == pytest.approx(round(on_busiest), abs=0.1), r
+            whole_flow_rows += 1
         if r["label"] == "dlb untagged":  # reordering read as loss: NAKs and go-back-N
             assert int(r["naks"]) > 0 and int(r["retransmitted_packets"]) > 0, r
+    ecmp_rows = [r for r in even if r["label"] == "ecmp"]
+    assert whole_flow_rows >= len(ecmp_rows) - 1, [  # at most one lossy ECMP run of the four
+        (r["flows"], r["seed"], r["retransmitted_packets"], r["ring_drops"]) for r in ecmp_rows]
     # Where ECMP hashes several whole flows onto one uplink, its queue holds hundreds of
     # packets; spraying keeps every uplink's queue below that (the queues' deepest enqueue,
     # read from the program's telemetry register after each run). The rings' drops are read.
