@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from controller.lb import LoadBalancing, program_path
 from experiments.framework.session import FabricSession, SessionLab
-from experiments.framework.telemetry import parse_cli_values
-from mechanisms.telemetry import DEPTH_MAX, queue_cell
+from experiments.framework.telemetry import parse_cli_values, read_commands, reset_commands
+from mechanisms.telemetry import DEPTH_MAX_ITEM, queue_cell
 from topos import FabricSpec
 from traffic.agent import Agent
 from traffic.hosts import MininetHost
@@ -180,16 +180,16 @@ class LbLab(SessionLab):
     def queue_peaks(self, links: list[DirectedLink]) -> dict[DirectedLink, int]:
         """The deepest enqueue (packets) on each link's egress queue since the last call (the
         P4 program's `depth_max` telemetry register, zeroed by this read)."""
-        by_switch: dict[str, list[tuple[DirectedLink, int]]] = {}
+        by_switch: dict[str, dict[DirectedLink, int]] = {}
         for a, b in links:
-            by_switch.setdefault(a, []).append(((a, b), queue_cell(self.spec.port_to(a, b), 0)))
+            by_switch.setdefault(a, {})[(a, b)] = queue_cell(self.spec.port_to(a, b), 0)
         peaks = {}
         for switch, cells in by_switch.items():
-            reads = [f"register_read {DEPTH_MAX} {cell}" for _, cell in cells]
-            resets = [f"register_write {DEPTH_MAX} {cell} 0" for _, cell in cells]
-            values = parse_cli_values(self.runtime_cli(switch, reads + resets))
-            for link, cell in cells:
-                peaks[link] = values[f"{DEPTH_MAX}[{cell}]"]
+            item = [DEPTH_MAX_ITEM]
+            values = parse_cli_values(self.runtime_cli(
+                switch, read_commands(item, cells.values()) + reset_commands(item, cells.values())))
+            for link, cell in cells.items():
+                peaks[link] = values[f"{DEPTH_MAX_ITEM.p4_name}[{cell}]"]
         return peaks
 
     def wait_idle(self, links: list[DirectedLink], interval_s: float = 0.25,

@@ -43,7 +43,7 @@ _ITEMS = telemetry_items()
 REGISTERS = {key: _ITEMS[key].p4_name for key in ("depth_max", "depth_last", "delay_max_us")}
 COUNTERS = {key: _ITEMS[key].p4_name
             for key in ("tx_packets", "ecn_marked", "pfc_tx", "pfc_xoff_tx", "pfc_rx")}
-_RESET_AFTER_READ = tuple(key for key in REGISTERS if _ITEMS[key].reset_after_read)
+_REGISTER_ITEMS = [_ITEMS[key] for key in REGISTERS]
 _PACKETS_RE = re.compile(r"(\d+) packets|packets=(\d+)")  # p4switch | BMv2 output
 _VALUE_RE = re.compile(r"([\w.]+\[\d+\])=\s*(.*)")
 
@@ -57,6 +57,13 @@ def read_commands(items: Iterable[Telemetry], cells: Iterable[int]) -> list[str]
     """Runtime-CLI reads of every cell of every item (`counter_read` / `register_read`)."""
     cells = list(cells)
     return [f"{item.kind}_read {item.p4_name} {cell}" for item in items for cell in cells]
+
+
+def reset_commands(items: Iterable[Telemetry], cells: Iterable[int]) -> list[str]:
+    """Runtime-CLI writes that zero every cell of the items a read resets (`reset_after_read`)."""
+    cells = list(cells)
+    return [f"register_write {item.p4_name} {cell} 0" for item in items
+            if item.reset_after_read for cell in cells]
 
 
 def read_telemetry(channel: RuntimeCli, items: Sequence[Telemetry],
@@ -82,7 +89,7 @@ def _commands(queues: list[tuple[int, int]]) -> list[str]:
         cell = telemetry_cell(port, prio)
         reads += [f"register_read {name} {cell}" for name in REGISTERS.values()]
         reads += [f"counter_read {name} {port}" for name in COUNTERS.values()]
-        resets += [f"register_write {REGISTERS[key]} {cell} 0" for key in _RESET_AFTER_READ]
+        resets += reset_commands(_REGISTER_ITEMS, [cell])
     return reads + resets
 
 
