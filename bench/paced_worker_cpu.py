@@ -2,15 +2,16 @@
 flows of failover, the demo and bench/fabric_capacity.py), on the loopback interface.
 
     .venv/bin/python bench/paced_worker_cpu.py [--flows 7] [--pps 200,1000] [--seconds 5]
-        [--size 1000] [--rounds 3] [--pacers c,python]
+        [--size 1000] [--rounds 3] [--pacers c,python] [--readers c,python]
 
 One receiver and one sender of `--flows` flows at each `--pps` (per flow), as one NIC of the
 fabric capacity bench sends (7 flows on leafspine); the sender with each of its pacing loops
-(`--pacer c`, traffic/c/paced_send.c, and `--pacer python`), alternated. Each worker's CPU is read from
-/proc/<pid>/schedstat (time on a CPU, ns) between its "ready" line and the end of the window,
-and from /proc/<pid>/stat its user share; the figure printed is CPU µs
-per datagram, the best of `--rounds`. Every datagram sent must arrive (the receiver's result),
-or the run fails. No root needed.
+(`--pacer c`, traffic/c/paced_send.c, and `--pacer python`) and the receiver with each of its
+readers (`--reader c`, traffic/c/paced_recv.c, and `--reader python`), every pair in turn.
+Each worker's CPU is read from /proc/<pid>/schedstat (time on a CPU, ns) between its "ready"
+line and the end of the window, and from /proc/<pid>/stat its user share; the figure printed
+is CPU µs per datagram, the best of `--rounds`. Every datagram sent must arrive (the
+receiver's result), or the run fails. No root needed.
 """
 
 from __future__ import annotations
@@ -56,9 +57,10 @@ def result(proc: subprocess.Popen) -> dict:
     raise SystemExit("a paced worker ended without a result")
 
 
-def run(flows: int, pps: float, seconds: float, size: int, pacer: str) -> dict[str, float]:
+def run(flows: int, pps: float, seconds: float, size: int, pacer: str,
+        reader: str) -> dict[str, float]:
     """(role -> CPU µs per datagram, and user share) of one window."""
-    rx = start(["recv"])
+    rx = start(["recv", "--reader", reader])
     tx = None
     try:
         argv = ["send", "--pps", f"{pps:g}", "--size", str(size), "--pacer", pacer]
@@ -98,10 +100,14 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--pacers", default="c,python",
                     help="the sender's pacing loops to measure (traffic/c/paced_send.c: c)")
+    ap.add_argument("--readers", default="c,python",
+                    help="the receiver's readers to measure (traffic/c/paced_recv.c: c)")
     args = ap.parse_args()
     pacers = [p for p in args.pacers.split(",") if p]
-    if not pacers or set(pacers) - {"c", "python"}:
-        ap.error(f"--pacers: c, python or both, got {args.pacers!r}")
+    readers = [r for r in args.readers.split(",") if r]
+    for flag, chosen in (("--pacers", pacers), ("--readers", readers)):
+        if not chosen or set(chosen) - {"c", "python"}:
+            ap.error(f"{flag}: c, python or both, got {','.join(chosen)!r}")
     try:
         rates = [float(r) for r in args.pps.split(",") if r]
     except ValueError:
@@ -111,18 +117,20 @@ def main() -> int:
     print(f"paced workers on loopback: {args.flows} flows, {args.size}-byte datagrams, "
           f"{args.seconds:g} s windows, best of {args.rounds}; load average "
           f"{os.getloadavg()[0]:.2f}")
-    print(f"{'pps/flow':>9} {'pacer':>7} {'send µs/dgram':>14} {'user':>5} {'recv µs/dgram':>14} "
-          f"{'user':>5}")
+    print(f"{'pps/flow':>9} {'pacer':>7} {'reader':>7} {'send µs/dgram':>14} {'user':>5} "
+          f"{'recv µs/dgram':>14} {'user':>5}")
+    pairs = [(p, r) for p in pacers for r in readers]
     for pps in rates:
-        by_pacer: dict[str, list[dict[str, float]]] = {p: [] for p in pacers}
-        for _ in range(args.rounds):  # the pacers alternate, so a slow moment hits both
-            for pacer in pacers:
-                by_pacer[pacer].append(run(args.flows, pps, args.seconds, args.size, pacer))
-        for pacer, rounds in by_pacer.items():
+        by_pair: dict[tuple[str, str], list[dict[str, float]]] = {pair: [] for pair in pairs}
+        for _ in range(args.rounds):  # the pairs alternate, so a slow moment hits all
+            for pacer, reader in pairs:
+                by_pair[(pacer, reader)].append(
+                    run(args.flows, pps, args.seconds, args.size, pacer, reader))
+        for (pacer, reader), rounds in by_pair.items():
             send = min(rounds, key=lambda r: r["send"])
             recv = min(rounds, key=lambda r: r["recv"])
-            print(f"{pps:9g} {pacer:>7} {send['send']:14.1f} {send['send_user']:5.0%} "
-                  f"{recv['recv']:14.1f} {recv['recv_user']:5.0%}")
+            print(f"{pps:9g} {pacer:>7} {reader:>7} {send['send']:14.1f} "
+                  f"{send['send_user']:5.0%} {recv['recv']:14.1f} {recv['recv_user']:5.0%}")
     return 0
 
 

@@ -12,6 +12,6 @@ Python API (the tool, `python -m traffic` / `fabric-lab traffic`, is `traffic.co
   conflicts) and `run_collective()` over hosts.
 - `traffic.hosts` (where processes run: netns, Mininet, pid), `traffic.agent`/`traffic.worker`
   (drive senders/receivers inside hosts), `traffic.paced` (paced flows through the host's UDP
-  stack, per-packet arrival records), `traffic.netns` (standalone testbeds),
+  stack) and `traffic.paced_recv` (their per-packet arrival records), `traffic.netns` (standalone testbeds),
   `traffic.impair` (deterministic loss/reorder/ECN/corruption relay).
 """

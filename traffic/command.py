@@ -182,11 +182,15 @@ def _add_paced_roles(parser: argparse.ArgumentParser) -> None:
     rx.add_argument("--bin", type=float, default=0.01)
     rx.add_argument("--gap", type=float, default=0.005, help="record silences longer than this")
     rx.add_argument("--report", type=float, default=0.1)
+    rx.add_argument("--reader", choices=("auto", "c", "python"), default="auto",
+                    help="the receive loop and records: in C (traffic/c/paced_recv.c), in "
+                    "Python, or in C where it can be built (default)")
     rx.set_defaults(func=_paced, parser=rx)
 
 
 def _paced(args: argparse.Namespace) -> int:
-    from traffic.paced import receive, send, trace
+    from traffic.paced import send, trace
+    from traffic.paced_recv import receive
 
     if args.role == "send":
         if args.pps <= 0:
@@ -197,7 +201,7 @@ def _paced(args: argparse.Namespace) -> int:
             args.parser.error("--count must be > 0")
         trace(args.flow, args.count)
     else:
-        receive(args.t0 or time.time(), args.bin, args.gap, args.report)
+        receive(args.t0 or time.time(), args.bin, args.gap, args.report, args.reader)
     return 0
 
 

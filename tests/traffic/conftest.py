@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import secrets
+import subprocess
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -15,6 +17,22 @@ from traffic.hosts import NetnsHost
 
 def _prefix() -> str:
     return "tr" + secrets.token_hex(2)
+
+
+@pytest.fixture(scope="module")
+def loopback_ns() -> Iterator[str]:
+    """A namespace with only its loopback up (root), for a module's paced senders and
+    receivers: port 4791 there is theirs."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    name = _prefix()
+    subprocess.run(["ip", "netns", "add", name], check=True, capture_output=True)
+    try:
+        subprocess.run(["ip", "-n", name, "link", "set", "lo", "up"], check=True,
+                       capture_output=True)
+        yield name
+    finally:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
 
 
 @pytest.fixture

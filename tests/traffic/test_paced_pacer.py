@@ -20,7 +20,6 @@ from traffic.paced import decode, encode
 
 pytestmark = pytest.mark.root
 ROOT = Path(__file__).resolve().parents[2]
-NS = f"pacer{os.getpid() % 100000}"
 PPS, SECONDS, SIZE = 400.0, 1.0, 300
 FLOWS = ("127.0.0.1:5:50105", "127.0.0.1:6:50106")
 # datagrams to 127.0.0.1:4791 in the namespace until a second of silence, then printed as
@@ -42,19 +41,6 @@ print("\\n".join(json.dumps(g) for g in got))
 """
 
 
-@pytest.fixture(scope="module")
-def netns():
-    if os.geteuid() != 0:
-        pytest.skip("needs root")
-    subprocess.run(["ip", "netns", "add", NS], check=True, capture_output=True)
-    try:
-        subprocess.run(["ip", "-n", NS, "link", "set", "lo", "up"], check=True,
-                       capture_output=True)
-        yield NS
-    finally:
-        subprocess.run(["ip", "netns", "del", NS], capture_output=True, check=False)
-
-
 def paced(ns: str, pacer: str, env: dict[str, str] | None = None):
     """(datagrams received as (bytes, arrival), the sender's result, its exit status, stderr)."""
     cap = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", CAPTURE],
@@ -72,9 +58,9 @@ def paced(ns: str, pacer: str, env: dict[str, str] | None = None):
 
 
 @pytest.mark.parametrize("pacer", ["c", "python"])
-def test_both_pacers_send_the_same_datagrams_at_the_same_pace(netns, pacer):
+def test_both_pacers_send_the_same_datagrams_at_the_same_pace(loopback_ns, pacer):
     start_ns = time.time_ns()
-    got, events, status, err = paced(netns, pacer)
+    got, events, status, err = paced(loopback_ns, pacer)
     assert status == 0, err
     assert [e["event"] for e in events] == ["ready", "result"]
     result = {f["qpn"]: f for f in events[-1]["flows"]}
@@ -95,10 +81,10 @@ def test_both_pacers_send_the_same_datagrams_at_the_same_pace(netns, pacer):
         assert statistics.median(gaps) == pytest.approx(1 / PPS, rel=0.1)
 
 
-def test_without_a_compiler_c_is_refused_and_auto_paces_in_python(netns):
+def test_without_a_compiler_c_is_refused_and_auto_paces_in_python(loopback_ns):
     env = {**os.environ, "CC": "/nonexistent/cc"}
-    _, events, status, err = paced(netns, "c", env)
+    _, events, status, err = paced(loopback_ns, "c", env)
     assert status != 0 and "the C pacer cannot be built here" in err and "no C compiler" in err
-    got, events, status, err = paced(netns, "auto", env)
+    got, events, status, err = paced(loopback_ns, "auto", env)
     assert status == 0, err
     assert sum(f["sent"] for f in events[-1]["flows"]) == len(got) >= 2 * 0.5 * PPS * SECONDS

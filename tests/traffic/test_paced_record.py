@@ -3,7 +3,7 @@ does not (the failover experiment's loss window counts only silences that lost p
 
 from __future__ import annotations
 
-from traffic.paced import MAX_HOLES, FlowRecord
+from traffic.paced_recv import MAX_HOLES, FlowRecord
 
 GAP_S = 0.005
 
