@@ -226,7 +226,7 @@ class _FlowView(ctypes.Structure):
                 ("packets", ctypes.c_int64), ("bytes", ctypes.c_int64),
                 ("lost", ctypes.c_int64), ("first_t", ctypes.c_double),
                 ("last_t", ctypes.c_double), ("n_gaps", ctypes.c_int64),
-                ("bin0", ctypes.c_int64), ("n_bins", ctypes.c_int64)]
+                ("bin0", ctypes.c_int64)]
 
 
 class _Gap(ctypes.Structure):
@@ -253,7 +253,7 @@ def _receive_library() -> ctypes.CDLL:
     lib.rx_free.restype = None
     lib.rx_arrive.argtypes = [handle, u32, u32, i64, i64, ctypes.c_double]
     lib.rx_run.argtypes = [handle, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_double,
-                           ctypes.c_double, ctypes.POINTER(ctypes.c_double)]
+                           ctypes.c_double, ctypes.c_double, ctypes.POINTER(ctypes.c_double)]
     lib.rx_count.argtypes = [handle]
     lib.rx_count.restype = size_t
     lib.rx_flow.argtypes = [handle, size_t, ctypes.POINTER(_FlowView)]
@@ -276,19 +276,16 @@ class CFlows:
         self._rx = self._lib.rx_new(t0, bin_s, gap_s, MAX_HOLES, ctypes.byref(header))
         if not self._rx:
             raise MemoryError("the C receive loop's record could not be made")
-        self._pipe: contextlib.ExitStack | None = None
+        self._owned = contextlib.ExitStack()  # what __exit__ releases
+        self._owned.callback(self._lib.rx_free, self._rx)
         self._wake = -1
 
     def __enter__(self) -> CFlows:
-        self._pipe = contextlib.ExitStack()
-        self._wake = self._pipe.enter_context(signal_pipe())
+        self._wake = self._owned.enter_context(signal_pipe())
         return self
 
     def __exit__(self, *_: object) -> None:
-        if self._pipe is not None:
-            self._pipe.close()
-        self._lib.rx_free(self._rx)
-        self._rx = None
+        self._owned.close()
 
     def arrive(self, src: str, qpn: int, psn: int, size: int, now: float) -> None:
         err = self._lib.rx_arrive(self._rx, _ip_number(src), qpn, psn, size, now)
@@ -300,7 +297,7 @@ class CFlows:
         read_at = ctypes.c_double()
         while not stop.flag:
             status = self._lib.rx_run(self._rx, sock.fileno(), self._wake, int(stamped),
-                                      report_at, READ_EVERY_S, ctypes.byref(read_at))
+                                      report_at, POLL_S, READ_EVERY_S, ctypes.byref(read_at))
             if status < 0:
                 raise OSError(-status, "the C receive loop failed")
             if status == 0:
@@ -342,10 +339,10 @@ class CFlows:
     def summaries(self) -> list[dict]:
         out = []
         for i in range(self.count()):
-            v = self._view(i)
-            out.append({"src": _ip_text(v.src), "qpn": int(v.qpn), "packets": int(v.packets),
-                        "bytes": int(v.bytes), "lost": int(v.lost), "first_t": v.first_t,
-                        "last_t": v.last_t, "gaps": self.gaps_from(i, 0)})
+            v = self._view(i)  # as a FlowRecord, so the summary is said in one place
+            out.append(FlowRecord(_ip_text(v.src), int(v.qpn), int(v.packets), int(v.bytes),
+                                  int(v.lost), v.first_t, v.last_t,
+                                  gaps=self.gaps_from(i, 0)).summary())
         return out
 
 

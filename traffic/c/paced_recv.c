@@ -1,4 +1,4 @@
-/* The receive loop of `python -m traffic paced recv` (traffic/paced.py), in C: the same
+/* The receive loop of `python -m traffic paced recv` (traffic/paced_recv.py), in C: the same
  * per-flow records as FlowRecord.arrive there (packets, bytes, lost PSNs, silences, bytes per
  * bin), kept here and read by Python for its reports, and datagrams read many per system call
  * (recvmmsg) without an interpreter's work for each.
@@ -18,7 +18,6 @@
 
 #define BATCH 64       /* datagrams per recvmmsg */
 #define HEAD_BYTES 64  /* what is copied of each: the BTH and the stamp (its length is not cut) */
-#define POLL_S 0.05    /* the longest wait for a datagram before the report time is checked */
 
 struct field { uint32_t at, size, shift, pad; uint64_t mask; }; /* traffic.wire.FieldAt */
 
@@ -62,7 +61,7 @@ struct flow_view {
     uint32_t src, qpn;
     int64_t packets, bytes, lost;
     double first_t, last_t;
-    int64_t n_gaps, bin0, n_bins;
+    int64_t n_gaps, bin0;
 };
 
 static int grow(void **items, size_t *cap, size_t need, size_t size)
@@ -298,16 +297,16 @@ static int drain(struct receiver *r, int fd, int stamped)
 }
 
 /* Read fd until the clock has passed report_at (epoch s) when a read begins, or stop_fd is
- * readable, as the Python loop does: wait up to POLL_S for a datagram, read all there are,
+ * readable, as the Python loop does: wait up to poll_s for a datagram, read all there are,
  * and, where the kernel stamps arrivals, wait read_every_s before reading again so that they
  * gather. 0: a report is due (*read_at: the time taken before that read, so every datagram
  * stamped before it was read); 1: stop_fd is readable; -errno on an error. */
 int rx_run(struct receiver *r, int fd, int stop_fd, int stamped, double report_at,
-           double read_every_s, double *read_at)
+           double poll_s, double read_every_s, double *read_at)
 {
     for (;;) {
         struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = stop_fd, .events = POLLIN}};
-        struct timespec wait = {0, (long)(POLL_S * 1e9)};
+        struct timespec wait = {(time_t)poll_s, (long)((poll_s - (time_t)poll_s) * 1e9)};
         if (ppoll(p, 2, &wait, NULL) < 0 && errno != EINTR)
             return -errno;
         if (p[1].revents)
@@ -338,7 +337,7 @@ void rx_flow(const struct receiver *r, size_t i, struct flow_view *out)
 {
     const struct flow *f = &r->flows[i];
     *out = (struct flow_view){f->src, f->qpn, f->packets, f->bytes, f->lost, f->first_t,
-                              f->last_t, (int64_t)f->n_gaps, f->bin0, (int64_t)f->n_bins};
+                              f->last_t, (int64_t)f->n_gaps, f->bin0};
 }
 
 /* Bytes of bins [start, end) of flow i into out (0 where none arrived). */
