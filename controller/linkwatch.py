@@ -37,6 +37,24 @@ def interface_counter(intf: str, counter: str) -> int | None:
         return None
 
 
+def veth_peers() -> dict[str, str]:
+    """Every veth of this namespace whose other end is here too -> that end (each names the
+    other's index in `iflink`; other interfaces name themselves)."""
+    links: dict[int, tuple[str, int]] = {}  # ifindex -> (name, iflink)
+    for intf in SYS_NET.iterdir():
+        try:
+            links[int((intf / "ifindex").read_text())] = (intf.name,
+                                                          int((intf / "iflink").read_text()))
+        except (OSError, ValueError):
+            continue  # gone meanwhile
+    peers = {}
+    for index, (name, peer_index) in links.items():
+        peer = links.get(peer_index)
+        if peer_index != index and peer is not None and peer[1] == index:
+            peers[name] = peer[0]
+    return peers
+
+
 def interface_rx_packets(intf: str) -> int | None:
     """Frames the kernel has received on `intf` (its statistics), None when it is not here."""
     return interface_counter(intf, "rx_packets")

@@ -5,8 +5,10 @@ switch) and sends `probes` frames by P4Runtime packet-out out of both ends of ev
 switch-to-switch link (ethertype 0x88B5, dropped by the far switch's pipeline after its ingress
 port counter has counted them). For each direction A:p -> B:q, the frames A's egress counted on p
 since the previous round, less what the kernel took from A on p in the same time, were lost on
-the link. What the kernel took is what B's interface received (`/sys/class/net/<q>/statistics`,
-where the interface is in the controller's namespace, as Mininet keeps switch ports), what p's
+the link. What the kernel took is what the other end of p's veth received
+(`/sys/class/net/<peer>/statistics`, where it is in the controller's namespace, as Mininet keeps
+switch ports: q itself on a plain veth pair, the patch interface facing p on a patched link,
+whence frames go into q's receive path without being counted again), what p's
 side dropped (its root qdisc, the link's queue, and the veth's own drops: congestion, not a
 fault) and the growth of what that queue holds (frames on their way). Elsewhere (another
 server's switch) it is B's ingress counter on q and no queue is known.
@@ -40,7 +42,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from controller.fabric import FabricController
-from controller.linkwatch import interface_counter, interface_rx_packets, interface_up, root_queues
+from controller.linkwatch import (
+    interface_counter,
+    interface_rx_packets,
+    interface_up,
+    root_queues,
+    veth_peers,
+)
 from controller.periodic import Periodic
 from controller.schema import encode
 from topos.model import Link
@@ -54,8 +62,8 @@ Verdict = Callable[[Link, bool], None]
 @dataclass
 class KernelView:
     """What the kernel has taken from the switches on the probed links at one moment: frames
-    each far interface received, and per near interface (frames dropped so far, frames queued
-    now). Their sum per link only grows."""
+    each receiver (the other end of a near interface's veth) received, and per near interface
+    (frames dropped so far, frames queued now). Their sum per link only grows."""
     received: dict[str, int]
     sending: dict[str, tuple[int, int]]
 
@@ -74,9 +82,11 @@ class Snapshot:
     closed: KernelView
 
 
-def kernel_view(far_intfs: list[str], near_intfs: list[str]) -> KernelView:
-    """What the kernel has taken on these interfaces now (those in this namespace)."""
-    received = {intf: n for intf in far_intfs if (n := interface_rx_packets(intf)) is not None}
+def kernel_view(receivers: list[str], near_intfs: list[str]) -> KernelView:
+    """What the kernel has taken on these interfaces now (those in this namespace): frames
+    each receiver (the other end of a near interface's veth) received, and what each near
+    interface's queue dropped and holds."""
+    received = {intf: n for intf in receivers if (n := interface_rx_packets(intf)) is not None}
     queues = root_queues() if received else {}
     sending: dict[str, tuple[int, int]] = {}
     for intf in near_intfs:
@@ -181,7 +191,10 @@ class LinkProber:
         self.switches = sorted({ln.a.node for ln in self.links} | {ln.b.node for ln in self.links})
         self._ports = {sw: sorted(ln.end(sw).port for ln in self.links if sw in (ln.a.node, ln.b.node))
                        for sw in self.switches}
-        self._far_intfs = {sw: [ln.other(sw).intf for ln in self.links
+        peers = veth_peers()
+        self._receiver = {end.intf: peers.get(end.intf, ln.other(end.node).intf)
+                          for ln in self.links for end in (ln.a, ln.b)}
+        self._receivers = {sw: [self._receiver[ln.end(sw).intf] for ln in self.links
                                 if sw in (ln.a.node, ln.b.node)] for sw in self.switches}
         self._near_intfs = {sw: [ln.end(sw).intf for ln in self.links
                                  if sw in (ln.a.node, ln.b.node)] for sw in self.switches}
@@ -216,11 +229,11 @@ class LinkProber:
         to answer)."""
         rx, tx = self.ctl.port_counters(switch, self._ports[switch])
         return ({port: c[0] for port, c in rx.items()}, {port: c[0] for port, c in tx.items()},
-                kernel_view(self._far_intfs[switch], self._near_intfs[switch]))
+                kernel_view(self._receivers[switch], self._near_intfs[switch]))
 
     def _snapshot(self, pool: ThreadPoolExecutor) -> Snapshot:
         """Every switch's (rx, tx) port counters, with the kernel read on both sides."""
-        opened = kernel_view([i for sw in self.switches for i in self._far_intfs[sw]],
+        opened = kernel_view([i for sw in self.switches for i in self._receivers[sw]],
                              [i for sw in self.switches for i in self._near_intfs[sw]])
         futures = {sw: pool.submit(self._counters, sw) for sw in self.switches}
         snap = Snapshot({}, opened, KernelView({}, {}))
@@ -269,8 +282,9 @@ class LinkProber:
             for near, far in ((ln.a, ln.b), (ln.b, ln.a)):
                 sent = (counters[near.node][1].get(near.port, 0)
                         - counters_before[near.node][1].get(near.port, 0))
-                if far.intf in kernel.received and far.intf in kernel_before.received:
-                    received = kernel.received[far.intf] - kernel_before.received[far.intf]
+                wire = self._receiver[near.intf]
+                if wire in kernel.received and wire in kernel_before.received:
+                    received = kernel.received[wire] - kernel_before.received[wire]
                 else:
                     received = (counters[far.node][0].get(far.port, 0)
                                 - counters_before[far.node][0].get(far.port, 0))

@@ -1,5 +1,6 @@
-"""Link shaping on a real veth pair: a fast link's HTB class may send 100 µs of its rate back to
-back (its ceil burst), a slow one keeps tc's one-frame default; the queue sits under the class."""
+"""Link shaping on a real veth pair: a fast link's HTB class may send 250 µs of its rate back to
+back (both its buckets), a slow one keeps a 15 KB rate bucket and tc's one-frame ceil bucket;
+the queue sits under the class."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import subprocess
 
 import pytest
 
-from topos.mininet.shaping import ceil_burst, run_tc_batch, tc_batch
+from topos.mininet.shaping import fast_link_burst, run_tc_batch, tc_batch
 from topos.model import Endpoint, Link
 
 pytestmark = pytest.mark.root
@@ -37,19 +38,26 @@ def shaped_class(intf: str, rate_mbps: float) -> str:
                           text=True, check=True).stdout
 
 
-def cburst_bytes(tc_class: str) -> int:
-    match = re.search(r"cburst (\d+)(b|Kb)", tc_class)
+def bucket_bytes(tc_class: str, bucket: str) -> int:
+    """The class's `burst` or `cburst`, in bytes, as tc -d prints it."""
+    match = re.search(rf" {bucket} (\d+(?:\.\d+)?)(b|Kb|Mb)", tc_class)
     assert match, tc_class
-    return int(match[1]) * (1024 if match[2] == "Kb" else 1)
+    return round(float(match[1]) * {"b": 1, "Kb": 1024, "Mb": 1024 * 1024}[match[2]])
 
 
-@pytest.mark.parametrize(("rate_mbps", "low", "high"),
-                         [(1000.0, 12_000, 13_000), (40.0, 1, 1600), (128.0, 1, 1600)])
-def test_the_ceil_burst_is_100_us_of_the_rate_or_one_frame(veth, rate_mbps, low, high):
+@pytest.mark.parametrize(("rate_mbps", "burst", "cburst"),
+                         [(10_000.0, (310_000, 315_000), (310_000, 315_000)),
+                          (1000.0, (31_000, 31_500), (31_000, 31_500)),
+                          (128.0, (15_000, 15_400), (1, 1600)),
+                          (40.0, (15_000, 15_400), (1, 1600))])
+def test_a_fast_link_bursts_250_us_of_its_rate_a_slow_one_keeps_tc_defaults(
+        veth, rate_mbps, burst, cburst):
     tc_class = shaped_class(veth, rate_mbps)
-    assert f"rate {rate_mbps:g}Mbit" in tc_class.replace("rate 1Gbit", "rate 1000Mbit")
-    assert low <= cburst_bytes(tc_class) <= high
-    assert (ceil_burst(rate_mbps) is None) == (high <= 1600)
+    rate = tc_class.replace("rate 1Gbit", "rate 1000Mbit").replace("rate 10Gbit", "rate 10000Mbit")
+    assert f"rate {rate_mbps:g}Mbit" in rate
+    assert burst[0] <= bucket_bytes(tc_class, "burst") <= burst[1], tc_class
+    assert cburst[0] <= bucket_bytes(tc_class, "cburst") <= cburst[1], tc_class
+    assert (fast_link_burst(rate_mbps) is None) == (rate_mbps <= 128)
     qdiscs = subprocess.run(["tc", "qdisc", "show", "dev", veth], capture_output=True, text=True,
                             check=True).stdout
     assert "htb 5:" in qdiscs and "pfifo 10: parent 5:1 limit 100p" in qdiscs

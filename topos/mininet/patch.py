@@ -7,8 +7,16 @@ interface comes back up. A real link failure is a loss of carrier at both ends w
 still enabled, which is what a patched link gives (host links too: the host's end is made in its
 namespace):
 
-    sw1-eth3 <=veth=> p<hash>a  --tc mirred-->  p<hash>b <=veth=> sw2-eth2
-                                <--tc mirred--
+    sw1-eth3 <=veth=> p<hash>a        p<hash>b <=veth=> sw2-eth2
+    a's ingress: mirred ingress redirect into sw2-eth2's receive path
+    b's ingress: mirred ingress redirect into sw1-eth3's receive path
+
+A frame bound for a port in the root namespace (every switch port) crosses one veth, not two:
+its patch interface hands it to the port's receive path as if it had arrived there. A tc action
+cannot name an interface of another namespace, so a frame bound for a host's port leaves
+through the other patch interface and its veth (`mirred egress redirect dev p<hash>b`). The
+veth that a frame crosses counts it once, at the patch interface it arrives on: a port that
+frames are handed to counts none (controller/probes.py reads the patch interface).
 
 Setting the two patch interfaces (root namespace) down takes the carrier away from both ends
 (operstate `lowerlayerdown`); every port stays up, so BMv2, p4switch and the controller's link
@@ -48,11 +56,14 @@ def _run(argv: list[str], stdin: str, what: str) -> None:
         raise PatchError(f"{what}: {done.stderr.strip() or done.stdout.strip()}")
 
 
-def _redirect(src: str, dst: str) -> list[str]:
-    """tc batch lines redirecting every frame arriving on `src` out of `dst`."""
+def _redirect(src: str, other_patch: str, end: str, end_netns: int | None) -> list[str]:
+    """tc batch lines passing every frame arriving on patch interface `src` to the link's far
+    `end`: into its receive path when it is in the root namespace, else out of `other_patch`
+    (whose veth peer it is)."""
+    how = f"ingress redirect dev {end}" if end_netns is None else f"egress redirect dev {other_patch}"
     return [f"qdisc add dev {src} ingress",
             f"filter add dev {src} parent ffff: protocol all prio 1 u32 match u32 0 0 "
-            f"action mirred egress redirect dev {dst}"]
+            f"action mirred {how}"]
 
 
 def make_patched_pair(intf1: str, intf2: str, addr1: str | None, addr2: str | None,
@@ -75,7 +86,8 @@ def make_patched_pair(intf1: str, intf2: str, addr1: str | None, addr2: str | No
         if ipv6.exists():
             ipv6.write_text("1")
     set_patch(intf1, True)
-    _run(["tc", "-batch", "-"], "\n".join(_redirect(pa, pb) + _redirect(pb, pa)) + "\n",
+    redirects = _redirect(pa, pb, intf2, netns2) + _redirect(pb, pa, intf1, netns1)
+    _run(["tc", "-batch", "-"], "\n".join(redirects) + "\n",
          f"patching link {intf1}<->{intf2}")
 
 

@@ -27,18 +27,24 @@ def netem_available() -> bool:
     return "CONFIG_NET_SCH_NETEM=y" in text or "CONFIG_NET_SCH_NETEM=m" in text
 
 
-# HTB's ceil bucket holds one frame by default, so a frame sent right after another waits for a
-# timer, which on this kernel costs as much as the frame's whole hop. A link may send back to
-# back what it carries in CEIL_BURST_S (12.5 KB at 1000 Mb/s), far below what the emulation
-# resolves in time; up to 128 Mb/s that is one frame or less, and tc's default stays.
-CEIL_BURST_S = 100e-6
-ONE_FRAME = 1600  # bytes: tc's default ceil burst
+# A fast link may send back to back what it carries in FAST_LINK_BURST_S, in both of its HTB
+# buckets (31 KB at 1000 Mb/s). With less, the link paces out the bursts a busy machine's
+# scheduling makes anyway (a switch kept off the CPU for a millisecond forwards what arrived
+# meanwhile at once): the class then releases one frame per timer, each frame wakes the next
+# switch on its own, and a 1000 Mb/s fabric carried a fifth less (docs/rates.md, "The packet
+# budget"). Links up to FAST_LINK_MBPS (every experiment's) keep tc's one-frame ceil bucket and
+# a 15 KB rate bucket, as they always had.
+FAST_LINK_MBPS = 128.0
+FAST_LINK_BURST_S = 250e-6
+SLOW_LINK_BURST = "15k"  # the rate bucket of a slower link
 
 
-def ceil_burst(rate_mbps: float) -> int | None:
-    """The HTB class's ceil burst in bytes for a link of `rate_mbps`; None: tc's default."""
-    burst = int(rate_mbps * 1e6 / 8 * CEIL_BURST_S)
-    return burst if burst > ONE_FRAME else None
+def fast_link_burst(rate_mbps: float) -> int | None:
+    """Both HTB buckets of a link of `rate_mbps`, in bytes; None for a link up to
+    FAST_LINK_MBPS (a 15 KB rate bucket, tc's one-frame ceil bucket)."""
+    if rate_mbps <= FAST_LINK_MBPS:
+        return None
+    return int(rate_mbps * 1e6 / 8 * FAST_LINK_BURST_S)
 
 
 def tc_batch(intf: str, link: Link, *, netem: bool) -> list[str]:
@@ -46,10 +52,11 @@ def tc_batch(intf: str, link: Link, *, netem: bool) -> list[str]:
     lines: list[str] = []
     parent = "root"
     if link.rate_mbps is not None:
-        cburst = ceil_burst(link.rate_mbps)
+        burst = fast_link_burst(link.rate_mbps)
+        buckets = f"burst {burst} cburst {burst}" if burst else f"burst {SLOW_LINK_BURST}"
         lines += [f"qdisc replace dev {intf} root handle 5: htb default 1",
                   f"class add dev {intf} parent 5: classid 5:1 htb rate {link.rate_mbps:g}mbit "
-                  f"burst 15k" + (f" cburst {cburst}" if cburst else "")]
+                  f"{buckets}"]
         parent = "parent 5:1"
     verb = "add" if parent != "root" else "replace"
     if link.delay_ms and netem:
