@@ -157,10 +157,19 @@ build_c_data_plane() {
     || echo "provision: a program's C data plane did not build; its switches run another pipeline" >&2
 }
 
+# The traffic workers' C loops (traffic/c: the paced sender and receiver), kept in the same
+# cache, so the first run's workers build nothing. Where they cannot be built the workers use
+# their Python loops.
+build_traffic_loops() {
+  "$venv/bin/python" -m traffic paced build >/dev/null \
+    || echo "provision: the traffic workers' C loops did not build; they run in Python" >&2
+}
+
 install_apt
 install_dissectors
 install_python
 install_launchers
 build_c_data_plane
+build_traffic_loops
 build_native_pipelines
 echo "provision: ready ($venv)"

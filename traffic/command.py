@@ -186,6 +186,12 @@ def _add_paced_roles(parser: argparse.ArgumentParser) -> None:
                     help="the receive loop and records: in C (traffic/c/paced_recv.c), in "
                     "Python, or in C where it can be built (default)")
     rx.set_defaults(func=_paced, parser=rx)
+    build = sub.add_parser("build", help="build the C pacer and reader into the compile cache",
+                           description="Build the C pacing and receive loops "
+                                       "(traffic/c/paced_send.c, paced_recv.c) now, as `make "
+                                       "setup` does, so that no worker builds them; exit 1 "
+                                       "naming what cannot be built (workers then use Python).")
+    build.set_defaults(func=_build_c_loops)
 
 
 def _paced(args: argparse.Namespace) -> int:
@@ -203,6 +209,22 @@ def _paced(args: argparse.Namespace) -> int:
     else:
         receive(args.t0 or time.time(), args.bin, args.gap, args.report, args.reader)
     return 0
+
+
+def _build_c_loops(_args: argparse.Namespace) -> int:
+    from p4switch.native import NativeUnavailable
+    from traffic.paced import send_library
+    from traffic.paced_recv import receive_library
+
+    failed = 0
+    for what, build in (("pacer (traffic/c/paced_send.c)", send_library),
+                        ("reader (traffic/c/paced_recv.c)", receive_library)):
+        try:
+            print(f"paced build: the C {what}: {build()._name}")
+        except NativeUnavailable as e:
+            print(f"paced build: the C {what} cannot be built here: {e}", file=sys.stderr)
+            failed = 1
+    return failed
 
 
 def fail(args: argparse.Namespace, message: str) -> int:

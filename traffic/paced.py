@@ -176,23 +176,32 @@ class _SockaddrIn(ctypes.Structure):
                 ("addr", ctypes.c_uint32), ("zero", ctypes.c_uint8 * 8)]
 
 
-def _c_pacing(required: bool) -> PacingLoop:
-    """The C pacing loop, or (unless `required`) the Python one where C cannot be built."""
+@cache
+def send_library() -> ctypes.CDLL:
+    """traffic/c/paced_send.c, built once per content and compiler and kept in the compile
+    cache (NativeUnavailable where it cannot be)."""
     from p4switch.cdp.build import load_library
-    from p4switch.native import NativeUnavailable
 
-    try:
-        lib = load_library("paced_send", [Path(__file__).resolve().parent / "c" / "paced_send.c"])
-    except NativeUnavailable as e:
-        if required:
-            raise SystemExit(f"paced send: the C pacer cannot be built here: {e}") from None
-        return _python_pacing
+    lib = load_library("paced_send", [Path(__file__).resolve().parent / "c" / "paced_send.c"])
     u64s = ctypes.POINTER(ctypes.c_uint64)
     lib.paced_send.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_int),
                                ctypes.POINTER(_SockaddrIn), ctypes.POINTER(ctypes.c_char_p),
                                ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
                                ctypes.c_uint32, ctypes.c_double, ctypes.c_double, ctypes.c_int,
                                u64s, u64s]
+    return lib
+
+
+def _c_pacing(required: bool) -> PacingLoop:
+    """The C pacing loop, or (unless `required`) the Python one where C cannot be built."""
+    from p4switch.native import NativeUnavailable
+
+    try:
+        lib = send_library()
+    except NativeUnavailable as e:
+        if required:
+            raise SystemExit(f"paced send: the C pacer cannot be built here: {e}") from None
+        return _python_pacing
 
     def loop(flows: list[tuple[str, int, int]], socks: list[socket.socket], pps: float,
              size: int, duration: float, stop: Stop) -> tuple[list[int], list[int]]:

@@ -239,7 +239,7 @@ def _field(at: FieldAt) -> _Field:
 
 
 @cache
-def _receive_library() -> ctypes.CDLL:
+def receive_library() -> ctypes.CDLL:
     """traffic/c/paced_recv.c, built once per content and compiler (NativeUnavailable where it
     cannot be)."""
     from p4switch.cdp.build import load_library
@@ -270,7 +270,7 @@ class CFlows:
     per system call. A context manager: inside it, SIGTERM and SIGINT end `read_until`."""
 
     def __init__(self, t0: float, bin_s: float, gap_s: float) -> None:
-        self._lib = _receive_library()
+        self._lib = receive_library()
         fields = (_field(BTH_HDR[name]) for name in ("opcode", "dqpn", "psn"))
         header = _Header(*fields, UC_WRITE_ONLY, HEADER)
         self._rx = self._lib.rx_new(t0, bin_s, gap_s, MAX_HOLES, ctypes.byref(header))

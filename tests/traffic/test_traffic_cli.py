@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -129,3 +131,18 @@ def test_the_same_tool_runs_as_python_m_traffic():
     flow = subprocess.run([*tool, "paced", "send", "--flow", "10.0.0.1:7"], capture_output=True,
                           text=True, cwd=PROJECT_ROOT)
     assert flow.returncode == 2 and "want DST_IP:QPN:SPORT" in flow.stderr
+
+
+def test_paced_build_keeps_both_c_loops_or_names_what_is_missing():
+    """`paced build` (what `make setup` runs): both libraries built and kept where a compiler
+    is; exit 1 with the reason for each where none is."""
+    proc = cli("paced", "build")
+    assert proc.returncode == 0, proc.stderr
+    built = [line.rsplit(": ", 1)[1] for line in proc.stdout.splitlines()]
+    assert [Path(p).name.split("-")[0] for p in built] == ["paced_send", "paced_recv"]
+    assert all(Path(p).is_file() for p in built)
+    env = {**os.environ, "CC": "/nonexistent/cc"}
+    proc = subprocess.run([*CLI, "paced", "build"], capture_output=True, text=True,
+                          cwd=PROJECT_ROOT, timeout=60, env=env)
+    assert proc.returncode == 1
+    assert proc.stderr.count("cannot be built here: no C compiler") == 2, proc.stderr
