@@ -30,6 +30,7 @@ POLL_S = 0.05  # the longest wait for a datagram before the receiver checks the 
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # (Linux's value; also SCM_TIMESTAMPNS)
 _STAMP = struct.Struct("@qq")  # struct timespec
 _ANC_SPACE = socket.CMSG_SPACE(_STAMP.size)
+Gap = tuple[float, float, int]  # last arrival before a silence, first after, PSNs lost in it
 
 
 @dataclass
@@ -44,8 +45,7 @@ class FlowRecord:
     first_t: float = 0.0
     last_t: float = 0.0
     next_psn: int = 0
-    # (last arrival before, first after, PSNs skipped across it and not received since)
-    gaps: list[tuple[float, float, int]] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)  # lost: skipped and not received since
     bins: dict[int, int] = field(default_factory=dict)  # bin index -> bytes
     missing: dict[int, int] = field(default_factory=dict)  # skipped PSN -> its gap (-1: none)
 
@@ -103,9 +103,6 @@ def _arrival(ancdata: list[tuple[int, int, bytes]]) -> float | None:
             sec, nsec = _STAMP.unpack_from(value)
             return sec + nsec * 1e-9
     return None
-
-
-Gap = tuple[float, float, int]  # last arrival before a silence, first after, PSNs lost in it
 
 
 class Flows(Protocol):
