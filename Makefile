@@ -83,7 +83,7 @@ bench-congestion: setup  # (root for the telemetry part)
 bench-failover: setup  # (root)
 	$(BIN)/python bench/failover_loss_window.py --trials 5
 
-bench-jobs: setup  # (root)
+bench-jobs: setup  # (root; BMv2's rows beside p4switch's where BMv2 is installed)
 	$(BIN)/python bench/jobs_busbw.py
 
 # The pages' figures and the shipped examples (examples/results/) from --quick runs, each checked

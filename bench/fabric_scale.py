@@ -5,11 +5,13 @@
 
 Per scale (one `--at` each, in order; the fabric's default scale without one): the network
 with its switch processes, controller connect, pipeline + routes (each timed), then every NIC
-pings every other, then an all-to-all collective over every NIC (`traffic.collectives`, one
-RDMA WRITE message per flow, each NIC at its link rate; `--staged`: n-1 pairwise steps).
-Prints one row per scale: switches, NICs, bring-up seconds, pingall loss, all-to-all time,
-whether every flow completed, and the aggregate goodput (all-to-all payload bytes x 8 /
-collective time). Stops at the first scale that fails.
+pings every other, then an all-to-all over every NIC run by the collective runtime (`jobs.ccl`:
+one engine per NIC, each NIC its own server so every flow crosses the fabric, each at its link
+rate; `--staged`: n-1 pairwise steps, rank r sending to r+k in step k, each step run on its
+own and the times summed). Prints one row per scale: switches, NICs, bring-up seconds,
+pingall loss, all-to-all time (nccl-tests' time of the run), whether every rank completed, and
+the aggregate goodput (all-to-all payload bytes over the fabric x 8 / collective time). Stops
+at the first scale that fails.
 """
 
 from __future__ import annotations
@@ -26,16 +28,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from controller.checks import pingall
 from controller.fabric import FabricController
 from controller.pipeline import build_pipeline
+from jobs.ccl import native
+from jobs.ccl.communicator import Communicator, Transport, members
+from jobs.ccl.datatypes import datatype
+from jobs.ccl.plan import Compiled, compile_collective
+from jobs.ccl.schedule import FABRIC, Flow, Schedule, Step
+from jobs.gpus import nic_gpus
 from mechanisms import program_path
 from targets import get_target
 from topos import FABRICS, build_fabric
 from topos.builders import parse_scale
 from topos.mininet import FabricNetwork
-from traffic.collectives.runner import CollectiveRunner
-from traffic.collectives.schedule import all_to_all
 from traffic.hosts import MininetHost
 
 PROGRAM = program_path("ecmp")
+BYTE = datatype("uint8")  # sizes to the byte
 
 
 def size(text: str) -> int:
@@ -45,6 +52,45 @@ def size(text: str) -> int:
 
 def say(line: str) -> None:
     print(f"  [{time.strftime('%H:%M:%S')}] {line}", file=sys.stderr, flush=True)
+
+
+def staged_steps(n: int, size: int) -> list[Schedule]:
+    """The pairwise all-to-all as n-1 one-step schedules: rank r sends its chunk for r+k
+    (alltoall's chunk r*n + d) in step k."""
+    chunk = -(-size // n)
+    return [Schedule("alltoall_staged", n, size,
+                     [Step([Flow(r, (r + k) % n, chunk, FABRIC, (r * n + (r + k) % n,))
+                            for r in range(n)], f"shift {k}")], (n - 1) / n)
+            for k in range(1, n)]
+
+
+def fabric_bytes(compiled: Compiled) -> int:
+    """Payload bytes the plan sends over the fabric."""
+    return sum(b for (_, transport, _), b in compiled.sent_bytes().items()
+               if transport == native.FABRIC)
+
+
+def all_to_all(comm: Communicator, a2a_bytes: int, staged: bool) -> dict:
+    """One all-to-all of `a2a_bytes` per rank (one run, or one run per staged step)."""
+    ranks = members(comm)
+    schedules: list[Schedule | None] = [*staged_steps(len(ranks), a2a_bytes)] if staged \
+        else [None]  # None: the runtime's flat alltoall, one step
+    out = {"a2a_bytes": 0, "a2a_s": 0.0, "a2a_complete": True, "a2a_lost": 0}
+    for schedule in schedules:
+        compiled = compile_collective("alltoall", "flat", ranks, total_ranks=len(ranks),
+                                      count=a2a_bytes, dtype=BYTE, schedule=schedule)
+        loaded = comm.load(compiled)
+        try:
+            result = comm.run(loaded)
+        finally:
+            comm.unload(loaded)
+        out["a2a_bytes"] += fabric_bytes(compiled)
+        out["a2a_s"] += result.time_s
+        out["a2a_complete"] = out["a2a_complete"] and result.complete
+        out["a2a_lost"] += result.total("retransmits")
+        if not result.complete:
+            break  # the communicator is unusable after an incomplete run
+    return out
 
 
 def one_scale(fabric: str, scale: dict, target_name: str, a2a_bytes: int, mtu: int,
@@ -74,19 +120,17 @@ def one_scale(fabric: str, scale: dict, target_name: str, a2a_bytes: int, mtu: i
         row["ping_s"] = time.monotonic() - t0
         row["pings"], row["lost"] = ping.sent, len(ping.lost)
         say(f"{row['scale']}: {ping} ({row['ping_s']:.1f} s)")
-        nics = spec.host_nics()
         rate_mbps = min(ln.rate_mbps for ln in spec.links if ln.rate_mbps) \
             if any(ln.rate_mbps for ln in spec.links) else 1000.0
-        schedule = all_to_all(len(nics), a2a_bytes, staged=staged)
-        with CollectiveRunner([MininetHost(net.host(n.name)) for n in nics], rate_mbps * 1e6,
-                              mtu_payload=mtu, sender={"dcqcn": False}) as runner:
-            result = runner.run(schedule)
-        row["a2a_bytes"] = schedule.total_bytes()
-        row["a2a_s"] = result.total_s
-        row["a2a_complete"] = result.complete
-        row["a2a_lost"] = sum(s.lost_packets for s in result.steps)
-        row["goodput_mbps"] = schedule.total_bytes() * 8 / result.total_s / 1e6 \
-            if result.total_s > 0 else 0.0
+        rate_bps = rate_mbps * 1e6
+        gpus = nic_gpus(spec)
+        with Communicator([MininetHost(net.host(g.nic)) for g in gpus], gpus, spec,
+                          nvlink_bps=rate_bps,  # unused: no two NICs share a server
+                          default_port_bps=rate_bps,
+                          transport=Transport(mtu=mtu).scaled(rate_bps)) as comm:
+            row.update(all_to_all(comm, a2a_bytes, staged))
+        row["goodput_mbps"] = row["a2a_bytes"] * 8 / row["a2a_s"] / 1e6 \
+            if row["a2a_s"] > 0 else 0.0
         row["nic_mbps"] = rate_mbps
     finally:
         ctl.close()

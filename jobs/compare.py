@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from experiments.framework.figures import save_figure
-from jobs.collectives import busbw_factor
+from jobs.ccl.collectives import busbw_factor
+from jobs.ccl.communicator import RunResult
 from jobs.scale import Scale
 from jobs.train import TrainResult, iteration_rows
-from traffic.collectives.runner import CollectiveResult
 
 BUSBW_COLUMNS = ["size", "rep", "algorithm", "emulated_s", "time_us", "algbw_gbs", "busbw_gbs",
                  "complete", "wrong"]
@@ -46,14 +46,14 @@ def summary_fields(key: str, extra: Sequence[str] = ()) -> list[str]:
 
 
 def busbw_row(key: str, variant: str, collective: str, algorithm: str, rate: Scale, size: int,
-              rep: int, res: CollectiveResult, **extra: Any) -> dict[str, Any]:
+              rep: int, res: RunResult, **extra: Any) -> dict[str, Any]:
     """One timed collective of `size` bytes (nccl-tests' S), in modelled units."""
-    t = rate.time_s(res.total_s)
+    t = rate.time_s(res.time_s)
     algbw = size / t / 1e9 if t > 0 else 0.0
     return {key: variant, "size": size, "rep": rep, "algorithm": algorithm,
-            "emulated_s": round(res.total_s, 6), "time_us": round(t * 1e6, 3),
+            "emulated_s": round(res.time_s, 6), "time_us": round(t * 1e6, 3),
             "algbw_gbs": round(algbw, 3),
-            "busbw_gbs": round(algbw * busbw_factor(collective, res.ranks), 3),
+            "busbw_gbs": round(algbw * busbw_factor(collective, len(res.ranks)), 3),
             "complete": int(res.complete), "wrong": res.wrong, **extra}
 
 

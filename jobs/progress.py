@@ -1,7 +1,8 @@
 """What a running training job tells a watcher, as typed events (`jobs.train.train(on_event=)`).
 
 In the order they come: `JobStarted`; per iteration, per collective, `CollectiveStarted`, one
-`StepDone` per step of its schedule (the next step is the one in flight), `CollectiveDone`;
+`StepDone` per step of its schedule (reported when the collective is done: the runtime runs
+its steps as a dataflow), `CollectiveDone`;
 then `IterationDone`; at the end `JobDone`. Times and bandwidths are the modelled job's (as
 the report's); bytes are what the emulation moves (real packets, NVLink as modelled time).
 The web view (`fabric_lab.web.job`) turns them into its job panel.
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from traffic.collectives.schedule import Schedule
+from jobs.ccl.schedule import Schedule
 
 
 @dataclass(frozen=True)

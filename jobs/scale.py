@@ -1,9 +1,10 @@
 """One scale factor from the emulated fabric to the modelled one.
 
-The emulated NIC link rate stands for the modelled NIC rate (10 Mb/s for 400 Gb/s: a factor of
-40,000). Bytes are real and not scaled; a time measured on the emulation divided by the
-factor is the modelled time, and a rate times the factor the modelled rate. `raw()` keeps the
-emulated units (factor 1).
+A GPU's emulated NIC (all its ports: 2 x 100 Mb/s on HPN 7.0) stands for the modelled NIC
+(400 Gb/s: a factor of 2,000); NVLink keeps its ratio to the NIC, so the same factor maps it.
+Bytes are real and not scaled; a time measured on the emulation divided by the factor is the
+modelled time, and a rate times the factor the modelled rate. `raw()` keeps the emulated units
+(factor 1).
 """
 
 from __future__ import annotations
@@ -32,12 +33,13 @@ class Scale:
     def rate_bps(self, emulated_bps: float) -> float:
         return emulated_bps * self.factor
 
-    def describe(self) -> str:
+    def describe(self, ports: int = 1) -> str:
+        nic = (f"{ports} x {_rate(self.emulated_bps / ports)}" if ports > 1
+               else _rate(self.emulated_bps))
         if self.factor == 1.0:
-            return f"raw emulated units: NIC links at {_rate(self.emulated_bps)}"
-        return (f"emulated {_rate(self.emulated_bps)} NIC links stand for "
-                f"{_rate(self.modelled_bps)}: times / {self.factor:g}, bandwidths x "
-                f"{self.factor:g}; sizes are real bytes")
+            return f"raw emulated units: NICs of {nic}"
+        return (f"an emulated NIC of {nic} stands for {_rate(self.modelled_bps)}: times / "
+                f"{self.factor:g}, bandwidths x {self.factor:g}; sizes are real bytes")
 
 
 def raw(emulated_bps: float) -> Scale:

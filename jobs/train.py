@@ -1,9 +1,10 @@
 """A training job's iterations on a running fabric: modelled compute, real collectives.
 
 Each iteration runs the job's collectives (`Workload.collectives`) for real over the fabric
-(`jobs.runner.JobRunner`: packets between NICs, NVLink as time) and lays them on a time line
-around the modelled compute (`jobs.iteration`). Every collective of a kind runs on all its rank
-groups at once (the job's data-parallel groups allreduce together).
+(`Runner.run_groups`: the collective runtime, `jobs.ccl`, on the job's GPUs) and lays them on a
+time line around the modelled compute (`jobs.iteration`). Every collective of a kind runs on
+all its rank groups at once (the job's data-parallel groups allreduce together, each group its
+own communicator).
 
 Scaling. The emulated NIC link stands for the modelled one (`jobs.scale.Scale`, factor k, e.g.
 10 Mb/s for 400 Gb/s). A job's gigabytes cannot cross 10 Mb/s links in useful time, so bytes
@@ -12,7 +13,7 @@ emulated communication takes `time_scale` x its modelled time, and the modelled 
 stretched by the same `time_scale`, so compute and communication keep the real job's ratio.
 With `time_scale` 1 the emulated iteration lasts as long as the real one. Reports are in the
 modelled job's units: seconds = emulated seconds / time_scale, bandwidths = emulated x k.
-What does not scale: per-step latencies (link delay, the runner's start margin) grow
+What does not scale: a message's fixed cost (the emulation's alpha, `jobs.ccl.timing`) grows
 relative to the transfers as bytes shrink, so small collectives come out slower than a real
 fabric's (docs/jobs/train.md).
 """
@@ -22,31 +23,47 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from jobs.collectives import ALGORITHMS, build, busbw_factor
+from jobs.ccl.collectives import busbw_factor, get
 from jobs.gpus import Cluster, Gpu, Server
 from jobs.iteration import Iteration, Timed, iteration
 from jobs.progress import (
     CollectiveDone,
+    CollectiveStarted,
     IterationDone,
     JobDone,
     JobStarted,
     OnEvent,
     StepDone,
-    collective_started,
 )
 from jobs.scale import Scale
-from jobs.slowest import DirectedLink, StepFlows, Verdict, blame
+from jobs.slowest import DirectedLink, FlowTime, Verdict, blame
 from jobs.workload import Collective, Workload
-from traffic.collectives.schedule import FABRIC, Schedule, Step
+
+
+@dataclass
+class GroupRun:
+    """One collective run on every group at once, as the runtime ran it: emulated seconds from
+    its launch, ranks as the job's (indices into its GPUs)."""
+
+    time_s: float  # to the last rank done
+    rank_end_s: list[float]  # per rank, its last op done
+    complete: bool
+    wrong: int  # output elements not as the collective promises (checked runs)
+    retransmits: int  # fabric packets sent again
+    phases: list[str]  # per step of the schedule (group 0's)
+    step_bytes: list[list[int]]  # per step, per rank: bytes received
+    step_end_s: list[list[float]]  # per step, per rank: its last receive of the step done
+    flows: list[tuple[int, int, int, int, float]]  # fabric messages: src, dst, step, bytes, s
 
 
 class Runner(Protocol):
-    """What runs a schedule: `jobs.runner.JobRunner`."""
+    """What runs the job's collectives: `jobs.train_fabric.JobComm`."""
 
-    def run(self, schedule: Schedule, on_step: Any = None) -> Any: ...
+    def run_groups(self, kind: str, algorithm: str, groups: Sequence[Sequence[int]],
+                   size: int) -> GroupRun: ...
 
 
 @dataclass(frozen=True)
@@ -105,8 +122,8 @@ class CollectiveRun:
     complete: bool
     wrong: int
     lost_packets: int
-    rank_end_s: list[float]  # per rank, when its last byte arrived (modelled s)
-    steps: list[StepFlows] = field(default_factory=list, repr=False)
+    rank_end_s: list[float]  # per rank, when its last op was done (modelled s)
+    flows: list[FlowTime] = field(default_factory=list, repr=False)
 
 
 @dataclass
@@ -164,6 +181,7 @@ def job_ranks(job: Workload, cluster: Cluster,
 def algorithm(kind: str, options: TrainOptions, gpus: Sequence[Gpu]) -> str:
     """The algorithm for one kind of collective on one group's GPUs."""
     multi = len({g.server for g in gpus}) < len(gpus)  # some server holds two of them
+    coll = get(kind)
     if kind == "all_reduce":
         choice = options.all_reduce
         if choice == "auto":
@@ -173,27 +191,8 @@ def algorithm(kind: str, options: TrainOptions, gpus: Sequence[Gpu]) -> str:
         if choice == "auto":
             return "pxn" if multi else "flat"
     else:
-        return ALGORITHMS[kind][0]
-    if choice not in ALGORITHMS[kind]:
-        raise ValueError(f"{kind} has no algorithm {choice!r} (one of {', '.join(ALGORITHMS[kind])})")
-    return choice
-
-
-def group_schedule(c: Collective, algo: str, ranks: Sequence[Gpu], size: int) -> Schedule:
-    """One schedule running `c` on each of its rank groups at once: step i holds step i of
-    every group's schedule, with the group's local ranks mapped to the job's."""
-    steps: list[Step] = []
-    for group in c.groups:
-        local = build(c.kind, algo, [ranks[r] for r in group], size)
-        for i, step in enumerate(local.steps):
-            flows = [replace(f, src=group[f.src], dst=group[f.dst]) for f in step.flows]
-            if i == len(steps):
-                steps.append(Step([], step.phase))
-            steps[i].flows.extend(flows)
-    for step in steps:
-        step.flows.sort()
-    n = len(c.groups[0])
-    return Schedule(f"{c.kind}_{algo}", len(ranks), size, steps, busbw_factor(c.kind, n))
+        return coll.default_algorithm
+    return coll.algorithm(choice)
 
 
 def run_collective(runner: Runner, c: Collective, ranks: Sequence[Gpu], options: TrainOptions,
@@ -202,35 +201,30 @@ def run_collective(runner: Runner, c: Collective, ranks: Sequence[Gpu], options:
     algo = algorithm(c.kind, options, group_gpus)
     n = len(c.groups[0])
     size = scale.emulated_bytes(c.bytes, multiple=4 * n * n)
-    sched = group_schedule(c, algo, ranks, size)
-    on_step = None
-    if on_event is not None:
-        on_event(collective_started(index, c.purpose, c.kind, algo, c.bytes, sched))
-
-        def on_step(res: Any) -> None:
-            on_event(StepDone(index, c.purpose, res.index, res.phase,
-                              scale.modelled_s(res.time_s), bool(res.complete),
-                              tuple(res.rank_bytes),
-                              tuple(scale.modelled_s(t) for t in res.rank_end_s)))
-
-    result = runner.run(sched, on_step)
-    emulated_s = float(result.total_s)
+    result = runner.run_groups(c.kind, algo, c.groups, size)
+    emulated_s = result.time_s
     time_s = scale.modelled_s(emulated_s)
     algbw = c.bytes / time_s / 1e9 if time_s > 0 else 0.0
-    if on_event is not None:
+    if on_event is not None:  # the steps as they went (the runtime reports them at the end)
+        on_event(CollectiveStarted(
+            index, c.purpose, c.kind, algo, c.bytes, size, tuple(result.phases),
+            tuple(sum(step[r] for step in result.step_bytes) for r in range(len(ranks))),
+            tuple(sum(1 for step in result.step_bytes if step[r]) for r in range(len(ranks)))))
+        for i, phase in enumerate(result.phases):
+            ends = result.step_end_s[i]
+            on_event(StepDone(index, c.purpose, i, phase, scale.modelled_s(max(ends)),
+                              result.complete, tuple(result.step_bytes[i]),
+                              tuple(scale.modelled_s(t) for t in ends)))
         on_event(CollectiveDone(index, c.purpose, time_s, algbw * busbw_factor(c.kind, n),
-                                bool(result.complete), int(result.wrong)))
-    steps = [StepFlows(c.purpose, res.index,
-                       tuple((f.src, f.dst) for f in step.flows if f.link == FABRIC),
-                       tuple(res.rank_end_s))
-             for res, step in zip(result.steps, sched.steps, strict=True)]
+                                result.complete, result.wrong))
+    flows = [FlowTime(c.purpose, step, src, dst, nbytes, duration)
+             for src, dst, step, nbytes, duration in result.flows]
     return CollectiveRun(
         iteration=index, purpose=c.purpose, kind=c.kind, algorithm=algo, groups=len(c.groups),
         group_ranks=n, bytes=c.bytes, emulated_bytes=size, emulated_s=emulated_s,
         time_s=time_s, algbw_gbs=algbw, busbw_gbs=algbw * busbw_factor(c.kind, n),
-        complete=bool(result.complete), wrong=int(result.wrong),
-        lost_packets=sum(s.lost_packets for s in result.steps),
-        rank_end_s=[scale.modelled_s(t) for t in result.rank_end_s], steps=steps)
+        complete=result.complete, wrong=result.wrong, lost_packets=result.retransmits,
+        rank_end_s=[scale.modelled_s(t) for t in result.rank_end_s], flows=flows)
 
 
 def lay_out(job: Workload, index: int, runs: list[CollectiveRun], ranks: int) -> IterationRun:
@@ -263,12 +257,11 @@ def train(runner: Runner, job: Workload, ranks: Sequence[Gpu], scale: JobScale,
     iterations = options.iterations or job.iterations
     if on_event is not None:
         on_event(JobStarted(job.name, iterations, tuple(g.nic for g in ranks)))
-    if options.warmup:  # the workers' first messages pay for their start-up
+    if options.warmup:  # one small run of every kind of collective first
         for c in {c.kind: c for c in job.collectives()}.values():
             n = len(c.groups[0])
-            runner.run(group_schedule(c, algorithm(c.kind, options, [ranks[r] for r in
-                                                                     c.groups[0]]),
-                                      ranks, 1024 * n * n))
+            runner.run_groups(c.kind, algorithm(c.kind, options, [ranks[r] for r in c.groups[0]]),
+                              c.groups, 1024 * n * n)
     before = counters() if counters else None
     for i in range(iterations):
         runs = []
@@ -289,8 +282,8 @@ def train(runner: Runner, job: Workload, ranks: Sequence[Gpu], scale: JobScale,
         if counters is not None and before is not None:
             after = counters()
             packets = {ln: after.get(ln, 0) - before.get(ln, 0) for ln in after}
-        steps = [s for it in result.iterations for c in it.collectives for s in c.steps]
-        result.verdict = blame(steps, links_of, packets)
+        flows = [f for it in result.iterations for c in it.collectives for f in c.flows]
+        result.verdict = blame(flows, links_of, packets)
     if on_event is not None:
         on_event(JobDone(job.name, len(result.iterations)))
     return result

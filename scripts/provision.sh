@@ -165,11 +165,19 @@ build_traffic_loops() {
     || echo "provision: the traffic workers' C loops did not build; they run in Python" >&2
 }
 
+# The collective engine (jobs/ccl/c: every GPU's rank in `perf` and `train`), kept in the same
+# cache, so the first job builds nothing.
+build_collective_engine() {
+  "$venv/bin/python" -m jobs.ccl.native \
+    || echo "provision: the collective engine did not build; perf and train cannot run" >&2
+}
+
 install_apt
 install_dissectors
 install_python
 install_launchers
 build_c_data_plane
 build_traffic_loops
+build_collective_engine
 build_native_pipelines
 echo "provision: ready ($venv)"

@@ -1,4 +1,4 @@
-"""RoCEv2 traffic for the lab: framing, senders, receivers and collectives.
+"""RoCEv2 traffic for the lab: framing, senders and receivers (collectives: `jobs.ccl`).
 
 Python API (the tool, `python -m traffic` / `fabric-lab traffic`, is `traffic.command`):
 - `traffic.headers`: scapy layers RETH and ReorderTag (the DLB tag), bound into scapy.
@@ -8,8 +8,6 @@ Python API (the tool, `python -m traffic` / `fabric-lab traffic`, is `traffic.co
   `traffic.results`).
 - `traffic.dcqcn`, `traffic.hpcc`, `traffic.pfc`, `traffic.reorder`: the rate and window
   control, pause and reorder logic; `traffic.echo`: the INT echo in ACKs (HPCC).
-- `traffic.collectives`: schedules, rank placement (topology-aware ring, BiGraph HDRM, link
-  conflicts) and `run_collective()` over hosts.
 - `traffic.hosts` (where processes run: netns, Mininet, pid), `traffic.agent`/`traffic.worker`
   (drive senders/receivers inside hosts), `traffic.paced` (paced flows through the host's UDP
   stack) and `traffic.paced_recv` (their per-packet arrival records), `traffic.netns` (standalone testbeds),

@@ -74,11 +74,13 @@ def _incoming_then(prog: list[Step], for_this_host: bool = False) -> list[Insn]:
 TAG_NEXT_PROTO_AT = TAG_AT + TAG["next_proto"].at
 
 
-def roce_receiver_filter(udp_port: int = 4791) -> list[Insn]:
+def roce_receiver_filter(udp_port: int = 4791, pause: bool = False) -> list[Insn]:
     """Incoming IPv4 (no options) to UDP `udp_port` for this host, with or without the tag;
-    and whatever carries the INT shim (after IPv4 or the tag), which the receiver strips."""
+    and whatever carries the INT shim (after IPv4 or the tag), which the receiver strips; with
+    `pause`, PFC (MAC control) frames too (an endpoint that sends and receives)."""
+    control = [(_JEQ_K, _ETHERTYPE_MAC_CONTROL, "accept", "next")] if pause else []
     return _incoming_then([
-        (_LD_H_ABS, ETH_TYPE_AT), (_JEQ_K, _ETHERTYPE_IPV4, "next", "drop"),
+        (_LD_H_ABS, ETH_TYPE_AT), *control, (_JEQ_K, _ETHERTYPE_IPV4, "next", "drop"),
         (_LD_B_ABS, IP_VER_IHL_AT), (_JEQ_K, IPV4_NO_OPTIONS, "next", "drop"),
         (_LD_B_ABS, IP_PROTO_AT), (_JEQ_K, _UDP, "udp", "next"),
         (_JEQ_K, INT_IP_PROTO, "accept", "next"),

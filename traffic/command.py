@@ -3,7 +3,6 @@ same commands under the lab's command line).
 
     send        RoCEv2 queue pairs from one interface (`traffic.sender`)
     recv        receive and report per queue pair (`traffic.receiver`)
-    collective  a collective over hosts, step by step (`traffic.collectives`)
     paced       paced flows through the host's own UDP stack, per-packet arrival records
                 (`traffic.paced`: send | recv | trace)
     worker      JSON-lines sender/receiver driven by a controller (`traffic.worker`, `Agent`)
@@ -67,8 +66,8 @@ def positive(kind: type) -> Any:
     return parse
 
 
-HELP = "RoCEv2 senders, receivers and collectives"
-DESCRIPTION = "RoCEv2 traffic: send, receive, run collectives, paced flows."
+HELP = "RoCEv2 senders and receivers"
+DESCRIPTION = "RoCEv2 traffic: send, receive, paced flows (collectives: fabric-lab perf)."
 
 
 def add_actions(sub: argparse._SubParsersAction) -> None:
@@ -135,10 +134,6 @@ def add_actions(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--progress", type=float, default=1.0)
     r.add_argument("--quiet", action="store_true")
     r.set_defaults(func=_recv, prog=r.prog)
-
-    from traffic.collectives.command import add_collective  # it uses this module's parsers
-
-    add_collective(sub)
 
     paced = sub.add_parser("paced", help="paced flows through the host's UDP stack",
                            description="Paced RoCEv2 flows through the host's own network stack "

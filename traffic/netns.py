@@ -11,6 +11,7 @@ import subprocess
 from dataclasses import dataclass, field
 
 from topos.errors import FabricLabError
+from topos.model import Endpoint, FabricSpec, Host, Link, Nic
 from traffic.hosts import NetnsHost
 
 
@@ -38,6 +39,7 @@ class Testbed:
     prefix: str
     namespaces: list[str] = field(default_factory=list)
     hosts: dict[str, NetnsHost] = field(default_factory=dict)
+    links: list[tuple[str, str, str, str, int]] = field(default_factory=list)  # ns, if, ns, if, mtu
 
     def add_netns(self, name: str) -> str:
         ns = f"{self.prefix}{name}"
@@ -58,6 +60,7 @@ class Testbed:
             "peer", "name", if_b, "netns", ns_b, "mtu", str(mtu))
         _ip("link", "set", if_a, "up", netns=ns_a)
         _ip("link", "set", if_b, "up", netns=ns_b)
+        self.links.append((ns_a, if_a, ns_b, if_b, mtu))
 
     def address(self, ns: str, iface: str, cidr: str) -> None:
         _ip("addr", "add", cidr, "dev", iface, netns=ns)
@@ -68,6 +71,20 @@ class Testbed:
         host = NetnsHost(name=name, netns=ns, ip=cidr.split("/")[0], iface=iface, mac=mac)
         self.hosts[name] = host
         return host
+
+    def spec(self, name: str, rate_mbps: float | None = None) -> FabricSpec:
+        """The testbed as a fabric model: one host of one NIC (named as the host) per host,
+        its links at `rate_mbps` (what senders pace to; the veths themselves are unshaped)."""
+        by_iface = {(h.netns, h.iface): h for h in self.hosts.values()}
+        links = []
+        for ns_a, if_a, ns_b, if_b, mtu in self.links:
+            ends = []
+            for ns, iface in ((ns_a, if_a), (ns_b, if_b)):
+                h = by_iface.get((ns, iface))
+                ends.append(Endpoint(h.name if h else ns, 0, iface, h.mac if h else ""))
+            links.append(Link(ends[0], ends[1], rate_mbps=rate_mbps, mtu=mtu))
+        hosts = [Host(h.name, [Nic(h.name, h.ip, h.mac)]) for h in self.hosts.values()]
+        return FabricSpec(name, "testbed", hosts=hosts, links=links)
 
     def close(self) -> None:
         for ns in reversed(self.namespaces):
@@ -117,7 +134,7 @@ def relayed_pair(prefix: str, subnet: str = "10.78.0") -> Testbed:
     return tb
 
 
-def star(prefix: str, n: int, subnet: str = "10.79.0") -> Testbed:
+def star(prefix: str, n: int, subnet: str = "10.79.0", mtu: int = 1500) -> Testbed:
     """`n` hosts h0..h{n-1} on a Linux bridge in namespace `sw` (the bridge is the switch)."""
     tb = Testbed(prefix)
     try:
@@ -126,7 +143,7 @@ def star(prefix: str, n: int, subnet: str = "10.79.0") -> Testbed:
         _ip("link", "set", f"{prefix}br", "up", netns=sw)
         for i in range(n):
             ns = tb.add_netns(f"h{i}")
-            tb.link(ns, f"{prefix}h{i}", sw, f"{prefix}p{i}")
+            tb.link(ns, f"{prefix}h{i}", sw, f"{prefix}p{i}", mtu)
             _ip("link", "set", f"{prefix}p{i}", "master", f"{prefix}br", netns=sw)
             tb.add_host(f"h{i}", ns, f"{prefix}h{i}", f"{subnet}.{i + 1}/24")
         hosts = list(tb.hosts.values())

@@ -3,7 +3,7 @@
 On BiGraph a flow between the two switch groups has exactly one path, so the communication
 library picks the network path by picking which ranks talk. Halving-doubling with ranks in host
 order (`naive`) puts several flows on one switch-to-switch link in some steps; EFLOPS' remapping
-(`remap`, `traffic.collectives.placement.hdrm_map`) puts at most one on every link in every step.
+(`remap`, `jobs.placement.hdrm_map`) puts at most one on every link in every step.
 `topology-aware` counts those conflicts; this experiment measures what they cost: per order,
 `reps` timed halving-doubling allreduces of each size in `sizes` (after a warm-up), in the
 modelled fabric's GB/s, and a data-parallel job (`job`, spread over every BiGraph host, one GPU
@@ -25,7 +25,7 @@ from typing import Any
 from experiments.framework import Experiment, RunContext, isolated, scaled_fabric
 from experiments.framework.results import ResultDir
 from jobs import compare
-from jobs.collectives import build
+from jobs.ccl.collectives import build
 from jobs.gpus import Gpu
 from jobs.train import TrainOptions
 from jobs.train_fabric import JobFabric, path_links

@@ -1,7 +1,10 @@
 """Experiment `topology-aware`: rank placement decides what a collective does to the network.
 
-Two parts, each on its own fabric in Mininet (ECMP program), collectives run by
-`traffic.collectives` (one RDMA WRITE message per flow and step, every NIC at its line rate):
+Two parts, each on its own fabric in Mininet (ECMP program), collectives run by the collective
+runtime (`jobs.ccl`: one engine per NIC, go-back-N RoCE over the fabric, every NIC at its line
+rate). Every NIC stands for a server of its own, so every flow crosses the fabric (no NVLink)
+and a ring is the plain ring 0 -> 1 -> ... -> n-1 in placement order. Each step of a schedule
+runs on its own (a one-step schedule), so the switches' counters are read per step:
 - **AIPod ring allreduce**: ranks in the fabric's NIC order (`naive`: ring neighbours are the
   NICs of one server, on different rails, so every hop crosses the superspine) against the
   topology-aware order (rail by rail, group by group: only the two hops joining the rails cross
@@ -15,7 +18,9 @@ Two parts, each on its own fabric in Mininet (ECMP program), collectives run by
 `name_prefix` / `port_base` isolate the fabrics as in `lb-compare`.
 
 Files: `collectives.csv` (one row per part and order), `steps.csv` (one row per step), plots
-`aipod_ring.png` and `bigraph_hd.png`.
+`aipod_ring.png` and `bigraph_hd.png`. A step's `time_s` is its run's time (launch to the
+ranks' last op, averaged over the ranks), `lost` its retransmitted packets, `out_of_order` the
+packets that arrived ahead of their PSN; a collective's `total_s` is the sum of its steps'.
 """
 
 from __future__ import annotations
@@ -32,16 +37,14 @@ from experiments.framework import (
 from experiments.framework.lb_lab import LbLab, LinkLoads
 from experiments.topology_aware.paths import PathModel, conflicts, measured_link_flows
 from experiments.topology_aware.plots import plot
+from jobs.ccl.collectives import build
+from jobs.ccl.communicator import Communicator, RunResult, Transport
+from jobs.ccl.datatypes import REDOPS, datatype
+from jobs.ccl.plan import Member, compile_collective
+from jobs.ccl.schedule import Schedule, Step
+from jobs.gpus import nic_gpus
+from jobs.placement import hdrm_map, topology_aware_ring
 from topos import FabricSpec
-from traffic.collectives.placement import hdrm_map, topology_aware_ring
-from traffic.collectives.runner import CollectiveRunner, StepResult
-from traffic.collectives.schedule import (
-    Flow,
-    Schedule,
-    Step,
-    halving_doubling_allreduce,
-    ring_allreduce,
-)
 
 COLLECTIVE_FIELDS = ["part", "fabric", "algorithm", "order", "ranks", "size", "total_s",
                      "complete", "algbw_bps", "steps", "model_superspine_packets",
@@ -53,6 +56,7 @@ STEP_FIELDS = ["part", "order", "step", "phase", "flows", "bytes", "time_s", "co
                "superspine_packets", "superspine_bytes", "out_of_order", "lost"]
 PARTS = {"aipod": ("ring", ("naive", "aware")), "bigraph": ("hd", ("naive", "hdrm"))}
 AIPOD_SCALE = {"rails": 2, "groups": 2, "servers_per_group": 2}
+FLOAT = datatype("float")
 
 
 def scale(fabric_name: str, params: dict) -> dict:
@@ -79,11 +83,6 @@ def placement(spec: FabricSpec, order: str) -> list[str]:
     raise ExperimentError(f"topology-aware: unknown order {order!r}")
 
 
-def schedule(algorithm: str, ranks: int, size: int) -> Schedule:
-    return ring_allreduce(ranks, size) if algorithm == "ring" else \
-        halving_doubling_allreduce(ranks, size)
-
-
 def switch_links(spec: FabricSpec) -> list[tuple[str, str]]:
     return [(ln.a.node, ln.b.node) for ln in spec.links
             if spec.is_switch(ln.a.node) and spec.is_switch(ln.b.node)] + \
@@ -91,9 +90,9 @@ def switch_links(spec: FabricSpec) -> list[tuple[str, str]]:
             if spec.is_switch(ln.a.node) and spec.is_switch(ln.b.node)]
 
 
-def step_row(part: str, order: str, res: StepResult, step_flows: list[tuple[str, str, int]],
-             loads: LinkLoads, model: PathModel, links: list[tuple[str, str]],
-             tops: set[str], mtu: int) -> dict:
+def step_row(part: str, order: str, index: int, step: Step, res: RunResult,
+             step_flows: list[tuple[str, str, int]], loads: LinkLoads, model: PathModel,
+             links: list[tuple[str, str]], tops: set[str], mtu: int) -> dict:
     pairs = [(s, d) for s, d, _ in step_flows if s != d]
     per_flow = max((math.ceil(b / mtu) for s, d, b in step_flows if s != d), default=1)
     model_loads = model.link_flows(pairs)
@@ -101,25 +100,30 @@ def step_row(part: str, order: str, res: StepResult, step_flows: list[tuple[str,
     model_c, model_max = conflicts(model_loads)
     meas_c, meas_max = conflicts(measured)
     crossing = [(s, d) for s, d in pairs if model.crosses(s, d, tops)] if tops else []
-    return {"part": part, "order": order, "step": res.index, "phase": res.phase,
-            "flows": len(pairs), "bytes": res.bytes, "time_s": round(res.time_s, 4),
-            "complete": int(res.complete), "model_max_link_flows": model_max,
-            "model_conflicts": model_c, "measured_max_link_flows": meas_max,
-            "measured_conflicts": meas_c,
+    return {"part": part, "order": order, "step": index, "phase": step.phase,
+            "flows": len(pairs), "bytes": sum(f.bytes for f in step.flows),
+            "time_s": round(res.time_s, 4), "complete": int(res.complete),
+            "model_max_link_flows": model_max, "model_conflicts": model_c,
+            "measured_max_link_flows": meas_max, "measured_conflicts": meas_c,
             "multipath_flows": sum(model.multipath(s, d) for s, d in pairs),
             "model_superspine_packets": len(crossing) * per_flow,
             "superspine_packets": sum(n for (a, _), n in loads.packets.items() if a in tops),
             "superspine_bytes": sum(n for (a, _), n in loads.bytes.items() if a in tops),
-            "out_of_order": res.out_of_order, "lost": res.lost_packets}
+            "out_of_order": res.total("seq_errors"), "lost": res.total("retransmits")}
 
 
-def on_hosts(sched: Schedule, ranks: list[str], nics: list[str]) -> Schedule:
-    """The schedule with every rank replaced by the index of its NIC in `nics`, so one runner
-    (one set of workers on `nics`) runs any placement."""
-    index = {nic: i for i, nic in enumerate(nics)}
-    steps = [Step([Flow(index[ranks[f.src]], index[ranks[f.dst]], f.bytes) for f in step.flows],
-                  step.phase) for step in sched.steps]
-    return Schedule(sched.name, sched.ranks, sched.size, steps, sched.busbw_factor)
+def run_step(comm: Communicator, members: list[Member], sched: Schedule, step: Step,
+             algorithm: str) -> RunResult:
+    """One step of `sched` on its own, as a one-step all-reduce schedule (float, sum)."""
+    one = Schedule(sched.name, sched.ranks, sched.size, [step], sched.busbw_factor)
+    compiled = compile_collective("all_reduce", algorithm, members, total_ranks=len(comm.gpus),
+                                  count=sched.size // FLOAT.size, dtype=FLOAT,
+                                  redop=REDOPS["sum"], schedule=one)
+    loaded = comm.load(compiled)
+    try:
+        return comm.run(loaded)
+    finally:
+        comm.unload(loaded)
 
 
 def run_part(ctx: RunContext, fabric_name: str, target: str) -> tuple[list[dict], list[dict]]:
@@ -132,25 +136,30 @@ def run_part(ctx: RunContext, fabric_name: str, target: str) -> tuple[list[dict]
     links = switch_links(spec)
     tops = {sw.name for sw in spec.switches if sw.role == "superspine"}
     mtu = params["mtu_payload"]
-    nics = [nic.name for nic in spec.host_nics()]
+    link_bps = params["link_mbps"] * 1e6
+    gpus = nic_gpus(spec)  # engine rank i on NIC i
+    engine = {g.nic: i for i, g in enumerate(gpus)}
     collectives, steps = [], []
     with LbLab(spec, mode="ecmp", target=target, cluster=ctx.cluster,
                log_dir=ctx.out.path / "logs" / fabric_name) as lab, \
-            CollectiveRunner([lab.host(nic) for nic in nics], params["link_mbps"] * 1e6,
-                             mtu_payload=mtu, sender={"dcqcn": False}) as runner:
+            Communicator([lab.host(g.nic) for g in gpus], gpus, spec,
+                         nvlink_bps=link_bps,  # unused: no two NICs share a server
+                         default_port_bps=link_bps,
+                         transport=Transport(mtu=mtu).scaled(link_bps)) as comm:
         for order in orders:
-            ranks = placement(spec, order)
-            sched = on_hosts(schedule(algorithm, len(ranks), params["size"]), ranks, nics)
+            ranks = placement(spec, order)  # schedule rank -> NIC
+            # a member's place in the list is its schedule rank, its `rank` its engine
+            members = [Member(engine[nic], gpus[engine[nic]], comm.port_count(engine[nic]))
+                       for nic in ranks]
+            sched = build("all_reduce", algorithm, [m.gpu for m in members], params["size"])
             rows: list[dict] = []
             before = lab.link_counters()
             for index, step in enumerate(sched.steps):
-                one = Schedule(sched.name, sched.ranks, sched.size, [step])
-                res = runner.run(one).steps[0]
-                res.index = index
+                res = run_step(comm, members, sched, step, algorithm)
                 after = lab.link_counters()
-                flows = [(nics[f.src], nics[f.dst], f.bytes) for f in step.flows]
-                rows.append(step_row(fabric_name, order, res, flows, after - before, model,
-                                     links, tops, mtu))
+                flows = [(ranks[f.src], ranks[f.dst], f.bytes) for f in step.flows]
+                rows.append(step_row(fabric_name, order, index, step, res, flows,
+                                     after - before, model, links, tops, mtu))
                 before = after
             steps += rows
             collectives.append(collective_row(fabric_name, spec.name, order, sched, rows))

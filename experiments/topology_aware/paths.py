@@ -57,8 +57,9 @@ def conflicts(link_flows: Counter) -> tuple[int, int]:
 def measured_link_flows(packets: Counter, packets_per_flow: int,
                         links: Iterable[DirectedLink]) -> Counter:
     """Flows per link from packet counter deltas: packets / a flow's packets, rounded down.
-    Besides data a link carries, per flow in the other direction, the receiver's ACK and the
-    sending host's ICMP answer to it: fewer than one flow's packets when a flow has 3 or more."""
+    Besides data a link carries the receivers' ACKs of the flows in the other direction (one
+    per message and per `ack_every` packets, `jobs.ccl.communicator.Transport`): fewer than
+    one flow's packets when a flow has 3 or more."""
     if packets_per_flow < 3:
         raise ValueError(f"flows of {packets_per_flow} packets cannot be told from ACKs")
     out: Counter = Counter()

@@ -1,7 +1,7 @@
 """Checks of lab 9 (collectives as schedules): the student's ring all-gather, hierarchical
-all-reduce and PXN alltoall, replayed chunk by chunk (`jobs.collectives.final_state`) on HPN 7.0
-and AIPod and on hidden cluster shapes; then, as root, the hierarchical all-reduce against the
-ring on a real HPN 7.0 segment."""
+all-reduce and PXN alltoall, replayed chunk by chunk (`jobs.ccl.collectives.final_state`) on HPN
+7.0 and AIPod and on hidden cluster shapes; then, as root, the hierarchical all-reduce against
+the ring on a real HPN 7.0 segment, run by the collective runtime with real data."""
 
 from __future__ import annotations
 
@@ -9,20 +9,24 @@ import os
 from collections import Counter
 from collections.abc import Callable
 
-from fabric_lab.labkit import P4SRC, Step, StepFailed, Work
-from jobs.collectives import build as build_schedule
-from jobs.collectives import busbw_factor, chunk_bytes, expected_state, final_state
+from fabric_lab.labkit import Step, StepFailed, Work
+from jobs.ccl.algorithms import ring_all_gather, ring_reduce_scatter
+from jobs.ccl.collectives import build as build_schedule
+from jobs.ccl.collectives import busbw_factor, chunk_bytes, expected_state, final_state
+from jobs.ccl.schedule import FABRIC, NVLINK, Flow, Schedule
+from jobs.ccl.schedule import Step as ScheduleStep
 from jobs.gpus import Gpu, cluster_from_fabric
 from topos import build_fabric
-from traffic.collectives.schedule import FABRIC, NVLINK, Schedule
 
 TITLE = "Collectives as schedules: ring, hierarchical, PXN; nccl-tests busbw"
 MINUTES = 75
 PREREQS = "lab 7; docs/jobs/perf.md"
 FILE = "collectives_lab.py"
 FORBIDDEN_IMPORTS = {
-    "jobs.collectives": "the lab's collective library builds these schedules; write them "
-                        "yourself",
+    "jobs.ccl.collectives": "the lab's collective library builds these schedules; write them "
+                            "yourself",
+    "jobs.ccl.algorithms": "the lab's collective library builds these schedules; write them "
+                           "yourself",
     "importlib": "import modules with import statements",
 }
 FUNCTIONS = {"all_gather": "ring_all_gather", "all_reduce": "hierarchical_all_reduce",
@@ -175,6 +179,19 @@ def ring_on_hpn7(work: Work) -> str:
             f"flows cross rails")
 
 
+def _rank_order_ring(ranks: list[Gpu], size: int) -> Schedule:
+    """The ring all-reduce in plain rank order, blind to rails (NCCL's ring order is not)."""
+    n = len(ranks)
+    chunk = chunk_bytes("all_reduce", n, size)
+    order = list(range(n))
+    steps = [ScheduleStep(sorted(Flow(s, d, chunk * len(c),
+                                      NVLINK if ranks[s].server == ranks[d].server
+                                      else FABRIC, c) for s, d, c in moves), phase)
+             for phase, moves in ring_reduce_scatter(order) + ring_all_gather(order)]
+    return Schedule("all_reduce_rank_order_ring", n, size, steps,
+                    busbw_factor("all_reduce", n))
+
+
 def hierarchical_on_hpn7(work: Work) -> str:
     ranks = _gpus("hpn7")
     mine = _hierarchical(work, ranks, HANDOUT_SIZE, "hpn7, 8 ranks, 1 MB")
@@ -241,49 +258,49 @@ def hidden_shapes(work: Work) -> str:
 
 def live_segment(work: Work) -> str:
     """A short real run: one HPN 7.0 segment (2 servers x 2 GPUs, 4 ToRs, 2 aggregation
-    switches), the flat ring and the student's hierarchical all-reduce of 256 KB, with
-    payloads checked at the receivers and the switches' transmit counters read."""
+    switches), the flat ring and the student's hierarchical all-reduce of 256 KB, run by the
+    collective runtime with real data (every rank's output checked), the switches' transmit
+    counters read."""
     if os.geteuid() != 0:
         raise StepFailed("this step builds a Mininet fabric and needs root: sudo fabric-lab lab "
                          "check 9")
-    from experiments.framework.session import FabricSession
-    from jobs.runner import JobRunner, switch_tx
-    from jobs.scale import MODELLED_GBPS, Scale
+    from jobs.scale import MODELLED_GBPS
+    from jobs.train_fabric import JobFabric
     from topos.relocate import prefixed
 
     # ports below Linux's ephemeral range (32768-60999), as lab 6's last step
-    spec = prefixed(build_fabric("hpn7", segments=1, aggs_per_plane=1), "lq", 26559, 26090)
-    cluster = cluster_from_fabric(spec)
-    ranks = cluster.gpus()
+    spec = prefixed(build_fabric("hpn7", segments=1, aggs_per_plane=1, rate_mbps=100.0),
+                    "lq", 26559, 26090).with_mtu(4200)
     size = 256 * 1024
     aggs = {sw.name for sw in spec.switches if sw.role == "agg"}
-    mine = _hierarchical(work, ranks, size, "hpn7 segment, 4 ranks, 256 KB")
-    ring = build_schedule("all_reduce", "ring", ranks, size)
-    scale = Scale(cluster.link_bps, MODELLED_GBPS * 1e9)
     seen = {}
-    with FabricSession(spec, program=P4SRC / "ecmp.p4") as session, \
-            JobRunner(session, cluster, ranks) as runner:
+    with JobFabric(spec) as lab:
+        ranks = lab.cluster.gpus()
+        mine = _hierarchical(work, ranks, size, "hpn7 segment, 4 ranks, 256 KB")
+        ring = _rank_order_ring(ranks, size)
         for name, schedule in (("ring", ring), ("yours", mine)):
-            before = switch_tx(session)[1]
-            result = runner.run(schedule)
-            after = switch_tx(session)[1]
-            via_aggs = sum(after[k] - before[k] for k in after if aggs & set(k))
+            before = lab.tx_bytes()
+            result = lab.run(lab.compile("all_reduce", "ring", [ranks], size,
+                                         schedule=schedule))
+            via_aggs = sum(n for k, n in (lab.tx_bytes() - before).items() if aggs & set(k))
             if not result.complete or result.wrong:
-                raise StepFailed(f"{name}: data missing or wrong at the receivers "
+                raise StepFailed(f"{name}: data missing or wrong at the ranks "
                                  f"(complete={result.complete}, #wrong={result.wrong})")
-            busbw = scale.rate_bps(result.busbw_bps(schedule.busbw_factor)) / 8e9
-            seen[name] = (busbw, via_aggs)
+            algbw = lab.rate.rate_bps(size / result.time_s) / 1e9 if result.time_s else 0.0
+            seen[name] = (algbw * busbw_factor("all_reduce", len(ranks)), via_aggs)
     if seen["yours"][1]:
         raise StepFailed(f"your all-reduce sent {seen['yours'][1]} B through the aggregation "
                          f"switches; inside one segment a rail crosses one ToR only")
-    return (f"ring: busbw {seen['ring'][0]:.1f} GB/s, {seen['ring'][1] // 1024} KB through the "
+    return (f"ring in rank order: busbw {seen['ring'][0]:.1f} GB/s, {seen['ring'][1] // 1024} KB "
+            f"through the "
             f"aggregation switches; yours: busbw {seen['yours'][0]:.1f} GB/s, 0 B through them "
-            f"(modelled units: 10 Mb/s stands for {MODELLED_GBPS:g} Gb/s)")
+            f"(modelled units: an emulated NIC of 2 x 100 Mb/s stands for "
+            f"{MODELLED_GBPS:g} Gb/s); every rank's output right")
 
 
 STEPS = [
     Step("defines ring_all_gather(), hierarchical_all_reduce(), pxn_alltoall()", loads,
-         "keep the functions' names and arguments; build flows with traffic.collectives.schedule"),
+         "keep the functions' names and arguments; build flows with jobs.ccl.schedule"),
     Step("ring all-gather on HPN 7.0 and AIPod: every rank ends with every chunk", ring_on_hpn7,
          "TODO 1: at step k rank r forwards chunk (r - k) % n, the one it received at step k-1"),
     Step("hierarchical all-reduce on HPN 7.0: the sum everywhere, the fabric on rails only",

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from jobs.ccl.schedule import FABRIC, NVLINK, Flow, Schedule, Step
 from jobs.gpus import Gpu
-from traffic.collectives.schedule import FABRIC, NVLINK, Flow, Schedule, Step
 
 
 def chunk_bytes(size: int, n: int) -> int:

@@ -7,9 +7,9 @@
 - Lab 0's `fabric-lab show leafspine` block against the command's output, and the answer key's
   AIPod path counts against the fabric analysis.
 - Which command blocks run: every `fabric-lab` line of a shell block (sh, console, text, ...) that
-  is not run with `sudo` and is one of `show FABRIC`, `run --list`, `lab list`, `--help`,
-  `traffic collective --dry-run` runs in test_docs_commands.py; every `sudo` line is parsed only,
-  and lab 0's `fabric>` session runs below under the mininet marker.
+  is not run with `sudo` and is one of `show FABRIC`, `run --list`, `lab list`, `--help` runs in
+  test_docs_commands.py; every `sudo` line is parsed only, and lab 0's `fabric>` session runs
+  below under the mininet marker.
 """
 
 from __future__ import annotations

@@ -9,14 +9,15 @@ import io
 
 import pytest
 
-from jobs.collectives import COLLECTIVES, busbw_factor
-from jobs.collectives import build as build_schedule
+from jobs.ccl.collectives import COLLECTIVES
+from jobs.ccl.communicator import RankRun, RunResult
 from jobs.gpus import Gpu
 from jobs.perf import (
     Measurement,
+    PerfOptions,
     PerfReport,
     PerfRow,
-    _measure,
+    _time_s,
     float_str,
     format_csv,
     format_table,
@@ -25,8 +26,6 @@ from jobs.perf import (
     row_line,
     sizes,
 )
-from jobs.scale import Scale, raw
-from traffic.collectives.runner import CollectiveResult, StepResult
 
 RANKS = [Gpu(f"srv{s}", i, f"h{s}n{i}", f"10.0.{s}.{i + 1}", i) for s in range(4) for i in range(2)]
 
@@ -77,9 +76,12 @@ def test_lines_match_nccl_tests_printf_layout():
     body = "".join("  %7s  %6s  %6s  %6g" % (c_float_str(m.time_us, 7), c_float_str(m.algbw_gbs, 6),
                                              c_float_str(m.busbw_gbs, 6), m.wrong)
                    for m in (row.out_of_place, row.in_place))
-    assert row_line(row, True) == "%12li  %12li  %8s  %6s  %6s" % (
+    assert row_line(row) == "%12li  %12li  %8s  %6s  %6s" % (
         65536, 16384, "float", "sum", "%6i" % -1) + body
-    assert row_line(row, False).endswith("    N/A") and row_line(row, False).count("N/A") == 2
+    unchecked = _row(wrong=None)
+    assert row_line(unchecked).endswith("  %7s  %6s  %6s    N/A" % (
+        c_float_str(1.2345678e7, 7), c_float_str(0.004, 6), c_float_str(0.007, 6)))
+    assert row_line(unchecked).count("N/A") == 2
     report = PerfReport("all_reduce", "ring", "naive", [row], header=["a header line"])
     text = format_table(report, min_bytes=65536, max_bytes=65536, factor=2, warmup=1, iters=2,
                         check=True, ranks=RANKS[:2], pids=[101, 102])
@@ -92,6 +94,11 @@ def test_lines_match_nccl_tests_printf_layout():
         "algbw", "busbw", "#wrong", 0, "") in lines
     assert "# %-20s : %d %s" % ("Out of bounds values", 0, "OK") in lines
     assert "# %-20s : %g %s" % ("Avg bus bandwidth", report.avg_busbw_gbs, "") in lines
+    assert lines[1] == "# nccl-tests version 2.19.6 nccl-headers=0 nccl-library=0"
+    assert "# nThread %d nGpus %d minBytes %ld maxBytes %ld step: %ld(%s) warmup iters: %d " \
+        "iters: %d agg iters: %d validation: %d graph: %d unalign: %d" % (
+            1, 1, 65536, 65536, 2, "factor", 1, 2, 1, 1, 0, 0) in lines
+    assert lines[-1] == "# Collective test concluded: all_reduce_perf"
     rows, avg, errors = parse_nccl_tests(text)
     assert rows == [{"size": "65536", "count": "16384", "type": "float", "redop": "sum",
                      "root": "-1", "oop_time": "5.29", "oop_algbw": "12.39", "oop_busbw": "21.69",
@@ -104,30 +111,35 @@ def test_lines_match_nccl_tests_printf_layout():
     assert table[0]["oop_wrong"] == "3" and table[0]["size"] == "65536"
 
 
-def _result(schedule, step_s: float) -> CollectiveResult:
-    res = CollectiveResult(schedule.name, schedule.ranks, schedule.size, [g.nic for g in RANKS])
-    res.steps = [StepResult(i, s.phase, len(s.flows), sum(f.bytes for f in s.flows), step_s, True)
-                 for i, s in enumerate(schedule.steps)]
-    return res
+def _run(elapsed_s: list[float], iterations: int) -> RunResult:
+    result = RunResult(iterations)
+    for r, e in enumerate(elapsed_s):
+        ends = [int(1e9 * e * (k + 1) / iterations) for k in range(iterations)]
+        result.ranks[r] = RankRun("done", iterations, 0, ends[-1], ends, 0, 0, {})
+    return result
+
+
+def test_a_rows_time_is_nccl_tests_average_over_ranks_of_their_mean_iteration():
+    run = _run([0.010, 0.020, 0.040, 0.030], iterations=5)
+    assert _time_s(run, 1) == pytest.approx(0.025 / 5)  # -a 1: average
+    assert _time_s(run, 0) == pytest.approx(0.010 / 5)  # -a 0: rank 0
+    assert _time_s(run, 2) == pytest.approx(0.010 / 5)  # -a 2: minimum
+    assert _time_s(run, 3) == pytest.approx(0.040 / 5)  # -a 3: maximum
+    assert run.time_s == pytest.approx(0.025 / 5)
+
+
+def test_bad_options_are_all_reported_at_once():
+    problems = PerfOptions(iters=0, warmup=-1, check=-2, average=7, channels=40,
+                           slice_bytes=2).problems()
+    assert len(problems) == 6
+    assert PerfOptions().problems() == []
 
 
 @pytest.mark.parametrize("coll", COLLECTIVES)
 def test_busbw_is_algbw_times_the_nccl_tests_factor(coll):
-    s, _ = nccl_size(coll, 64 * 1024, len(RANKS))
-    schedule = build_schedule(coll, "ring" if coll not in ("alltoall", "sendrecv") else "flat",
-                              RANKS, s)
-    scale = Scale(10e6, 400e9)
-    m = _measure([_result(schedule, 0.01), _result(schedule, 0.03)], s, busbw_factor(coll, 8),
-                 scale, True)
-    mean_s = 0.02 * len(schedule.steps)
-    assert m.time_us == pytest.approx(mean_s / 40000 * 1e6)
-    assert m.algbw_gbs == pytest.approx(s / (mean_s / 40000) / 1e9)
-    assert m.busbw_gbs == pytest.approx(m.algbw_gbs * {"all_reduce": 1.75, "broadcast": 1.0,
-                                                        "sendrecv": 1.0}.get(coll, 0.875))
-    assert m.wrong == 0 and m.incomplete == 0
-    unscaled = _measure([_result(schedule, 0.01)], s, 1.0, raw(10e6), False)
-    assert unscaled.wrong is None
-    assert unscaled.algbw_gbs == pytest.approx(s / (0.01 * len(schedule.steps)) / 1e9)
+    m = Measurement(100.0, 8.0, 8.0 * COLLECTIVES[coll].factor(8), 0)
+    assert m.busbw_gbs == pytest.approx(m.algbw_gbs * {
+        "all_reduce": 1.75, "broadcast": 1.0, "reduce": 1.0, "sendrecv": 1.0}.get(coll, 0.875))
 
 
 def test_sizes_and_counts_follow_nccl_tests():

@@ -1,15 +1,14 @@
-"""Iteration accounting and the slowest-rank verdict, on given collective times (no network)."""
+"""Iteration accounting and the slowest-link verdict, on given collective and message times
+(no network)."""
 
 from __future__ import annotations
 
 import pytest
 
-from jobs.collectives import expected_state, final_state
-from jobs.gpus import Gpu
 from jobs.iteration import Timed, iteration
 from jobs.scale import Scale
-from jobs.slowest import StepFlows, blame, late_ranks
-from jobs.train import CollectiveRun, JobScale, group_schedule, lay_out
+from jobs.slowest import FlowTime, blame, late_flows
+from jobs.train import CollectiveRun, JobScale, lay_out
 from jobs.workload import validate
 
 JOB = {"name": "j", "servers": 4, "gpus_per_server": 2, "parallelism": {"data": 8},
@@ -73,71 +72,47 @@ def test_job_scale_keeps_the_compute_to_communication_ratio() -> None:
     assert scale.modelled_s(scale.emulated_s(1.7)) == pytest.approx(1.7)
 
 
-def test_group_schedule_runs_every_group_at_once() -> None:
-    gpus = [Gpu(f"srv{s}", i, f"h{s}n{i}", f"10.0.{s}.{i}", i) for s in range(4) for i in range(2)]
-    job = validate({**JOB, "parallelism": {"data": 4, "tensor": 2}, "tensor_bytes": "1M"}, "j")
-    dp = next(c for c in job.collectives() if c.purpose.startswith("dp"))
-    sched = group_schedule(dp, "ring", gpus, 4096)
-    assert sched.ranks == 8 and sched.busbw_factor == pytest.approx(2 * 3 / 4)
-    for step in sched.steps:
-        # each of the two groups (tensor index 0, 1) has its 4 ring flows in every step
-        assert len(step.flows) == 8
-        for f in step.flows:
-            assert f.src % 2 == f.dst % 2
-    assert len(sched.steps) == 2 * 3
+LINKS = {(s, d): {(f"n{s}", "sw"), ("sw", f"n{d}")} for s in range(4) for d in range(4)}
 
 
-def test_blame_names_the_link_late_flows_share() -> None:
+def _message(step: int, src: int, dst: int, seconds: float) -> FlowTime:
+    return FlowTime("dp", step, src, dst, 1000, seconds)
+
+
+def test_blame_names_the_link_late_messages_share() -> None:
     # ranks 0..3 exchange halving-doubling style; rank 2's downlink is slow
-    links = {(s, d): {(f"n{s}", "sw"), ("sw", f"n{d}")} for s in range(4) for d in range(4)}
-    steps = []
-    for k, d in enumerate((1, 2, 1, 2)):
-        ends = [1.0, 1.0, 3.0, 1.0]
-        steps.append(StepFlows("dp", k, tuple((r, r ^ d) for r in range(4)), tuple(ends)))
-    verdict = blame(steps, lambda s, d: links[(s, d)], {("sw", "n2"): 123})
+    flows = [_message(k, r, r ^ d, 3.0 if r ^ d == 2 else 1.0)
+             for k, d in enumerate((1, 2, 1, 2)) for r in range(4)]
+    verdict = blame(flows, lambda s, d: LINKS[(s, d)], {("sw", "n2"): 123})
     assert verdict.link == ("sw", "n2")
     assert verdict.late_ranks == (2,)
     assert verdict.packets == 123
+    assert verdict.delay_s == pytest.approx(4 * 2.0)
     assert "sw -> n2" in verdict.describe()
     assert not verdict.tied  # partners change per step: only the downlink is common
 
 
-def test_even_steps_blame_nothing() -> None:
-    assert late_ranks([1.0, 1.05, 0.98]) == ()
-    verdict = blame([StepFlows("dp", 0, ((0, 1), (1, 0)), (1.0, 1.05))], lambda s, d: set())
+def test_even_messages_blame_nothing() -> None:
+    flows = [_message(0, 0, 1, 1.0), _message(0, 1, 0, 1.05), _message(1, 0, 1, 0.98)]
+    assert late_flows(flows) == []
+    verdict = blame(flows, lambda s, d: set())
     assert verdict.link is None
     assert "no link stands out" in verdict.describe()
 
 
-def test_schedules_still_reduce() -> None:
-    gpus = [Gpu(f"srv{s}", i, f"h{s}n{i}", "", i) for s in range(2) for i in range(2)]
-    job = validate({**JOB, "servers": 2, "parallelism": {"data": 4}, "buckets": 1}, "j")
-    dp = job.collectives()[0]
-    sched = group_schedule(dp, "hierarchical", gpus, 4096)
-    state = final_state(sched, "all_reduce")
-    want = expected_state("all_reduce", 4)
-    assert all(want[r].items() <= state[r].items() for r in range(4))
-
-
 def test_a_ring_cannot_tell_the_senders_uplink_from_the_downlink() -> None:
-    links = {(s, d): {(f"n{s}", "sw"), ("sw", f"n{d}")} for s in range(4) for d in range(4)}
-    ring = tuple((r, (r + 1) % 4) for r in range(4))
-    steps = [StepFlows("dp", k, ring, (1.0, 1.0, 3.0, 1.0)) for k in range(4)]
-    verdict = blame(steps, lambda s, d: links[(s, d)], {("sw", "n2"): 40})
-    # both links of the flow 1 -> 2 carried only late flows; the counted switch port wins
+    flows = [_message(k, r, (r + 1) % 4, 3.0 if r == 1 else 1.0) for k in range(4)
+             for r in range(4)]
+    verdict = blame(flows, lambda s, d: LINKS[(s, d)], {("sw", "n2"): 40})
+    # both links of the message 1 -> 2 carried only late messages; the counted port wins
     assert verdict.link == ("sw", "n2")
     assert verdict.tied == (("n1", "sw"),)
     assert "equally likely: n1 -> sw" in verdict.describe()
 
 
 def test_noise_spread_over_links_names_none() -> None:
-    links = {(s, d): {(f"n{s}", "sw"), ("sw", f"n{d}")} for s in range(4) for d in range(4)}
-    steps = []
-    for k in range(8):  # a different rank is late in each step
-        ends = [1.0] * 4
-        ends[k % 4] = 2.0
-        steps.append(StepFlows("dp", k, tuple((r, r ^ (1 + k % 2)) for r in range(4)),
-                               tuple(ends)))
-    verdict = blame(steps, lambda s, d: links[(s, d)])
+    flows = [_message(k, r, r ^ (1 + k % 2), 2.0 if r == k % 4 else 1.0)
+             for k in range(8) for r in range(4)]  # a different sender late in each step
+    verdict = blame(flows, lambda s, d: LINKS[(s, d)])
     assert verdict.link is None
     assert max(verdict.late_share.values()) < 0.75

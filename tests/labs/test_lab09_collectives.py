@@ -51,12 +51,12 @@ def _edited(old: str, new: str) -> str:
 # name: (program text, the step that must fail, what its detail says)
 SHORTCUTS = {
     "the library's build()": (
-        "from jobs.collectives import build\n\n\ndef ring_all_gather(ranks, size):\n"
+        "from jobs.ccl.collectives import build\n\n\ndef ring_all_gather(ranks, size):\n"
         "    return build('all_gather', 'ring', ranks, size)\n\n\n"
         "def hierarchical_all_reduce(ranks, size):\n"
         "    return build('all_reduce', 'hierarchical', ranks, size)\n\n\n"
         "def pxn_alltoall(ranks, size):\n    return build('alltoall', 'pxn', ranks, size)\n",
-        1, "imports jobs.collectives"),
+        1, "imports jobs.ccl.collectives"),
     "everything over the fabric (a flat ring called hierarchical)": (
         SOLUTION.read_text() + FLAT_RING, 3, "sends over the fabric to"),
     "the rail all-gather skipped": (

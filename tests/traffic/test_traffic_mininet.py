@@ -6,8 +6,7 @@ import secrets
 
 import pytest
 
-from traffic.collectives.runner import run_collective
-from traffic.collectives.schedule import ring_allreduce
+from traffic.agent import Agent
 from traffic.hosts import MininetHost
 
 pytestmark = [pytest.mark.root, pytest.mark.mininet]
@@ -33,6 +32,12 @@ def test_sender_and_receiver_in_mininet_hosts(mininet_hosts):
     net.staticArp()
     a, b = MininetHost(h0), MininetHost(h1)
     assert a.iface == h0.defaultIntf().name and b.ip == "10.81.0.2"
-    res = run_collective(ring_allreduce(2, 128 * 1024), [a, b], 20e6)
-    assert res.complete and len(res.steps) == 2
-    assert all(s.lost_packets == 0 for s in res.steps)
+    size = 128 * 1024
+    with Agent(b) as rx, Agent(a) as tx:  # workers in the Mininet hosts' namespaces
+        rx.start_recv({"iface": b.iface, "duration_s": 30, "idle_timeout_s": 2.0,
+                       "expect": [{"src_ip": a.ip, "qpn": 5, "bytes": size}]})
+        tx.start_send({"iface": a.iface, "qps": [{"dst_ip": b.ip, "qpn": 5,
+                                                  "message_bytes": size, "rate_bps": 20e6}]})
+        sent, got = tx.result(60), rx.result(60)
+    assert sent["payload_bytes"] == got["bytes"] == size
+    assert [q["lost"] for q in got["qps"]] == [0]

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from fabric_lab.web import JobView, Sources, serve
-from jobs.collectives import build
+from jobs.ccl.collectives import build
 from jobs.gpus import cluster_from_fabric
 from jobs.progress import (
     CollectiveDone,

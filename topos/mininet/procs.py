@@ -11,10 +11,14 @@
   forks and lets its parent exit (`mnexec -d` as a process group leader does; see
   `topos.mininet.nodes`).
 - `stop_child` / `stop_pid`: SIGTERM, wait up to a timeout, then SIGKILL. Waits use pidfds.
+- `LineChild`: a child driven by JSON lines (requests on its stdin, one event per line on its
+  stdout): the traffic workers and the collective agents.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import queue
 import select
@@ -23,6 +27,7 @@ import signal
 import socket
 import struct
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -193,3 +198,84 @@ def stop_pid(pid: int, timeout: float, *, group: bool = False,
     signal_group(pid, signal.SIGKILL, group)
     wait_gone(pid, timeout)
     return "killed"
+
+
+class LineChild:
+    """A child speaking JSON lines: requests on its stdin, one event per line on its stdout
+    ({"event": NAME, ...}; {"event": "error", "message": ...} for a failed request). Its
+    stderr goes to a file (a full pipe would stall it); `error` is raised for its errors, a
+    silence past a deadline and its exit, with what it wrote there."""
+
+    def __init__(self, popen: Callable[..., subprocess.Popen], argv: list[str], name: str,
+                 error: type[Exception] = RuntimeError) -> None:
+        self.name = name
+        self.error = error
+        self._err = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
+        try:
+            self.proc = popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=self._err, bufsize=0)
+        except BaseException:
+            self._err.close()
+            raise
+        self._buf = b""
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write((json.dumps(message) + "\n").encode())
+        except BrokenPipeError:
+            self.proc.wait()
+            raise self.error(f"{self.name} exited: {self.stderr().strip()[-2000:]}") from None
+
+    def line(self, deadline: float) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise self.error(f"{self.name} did not answer in time")
+            if wait_readable(fd, left):
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    self.proc.wait()
+                    raise self.error(f"{self.name} exited: {self.stderr().strip()[-2000:]}")
+                self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def expect_by(self, event: str, deadline: float) -> dict[str, Any]:
+        msg = self.line(deadline)
+        if msg.get("event") == "error":
+            raise self.error(f"{self.name}: {msg.get('message')}")
+        if msg.get("event") != event:
+            raise self.error(f"{self.name}: expected {event}, got {msg}")
+        return msg
+
+    def expect(self, event: str, timeout: float) -> dict[str, Any]:
+        return self.expect_by(event, time.monotonic() + timeout)
+
+    def stderr(self) -> str:
+        self._err.seek(0)
+        return self._err.read().decode(errors="replace")
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Ask it to quit ({"op": "quit"}), then SIGTERM, then SIGKILL."""
+        if self.proc.poll() is None:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.write(b'{"op": "quit"}\n')
+                self.proc.stdin.close()
+                self.proc.wait(timeout)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.terminate()
+                try:
+                    self.proc.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+        if self.proc.stdout:
+            self.proc.stdout.close()
+        if self.proc.stdin and not self.proc.stdin.closed:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+        self._err.close()

@@ -1,1 +1,0 @@
-"""Collective communication patterns: schedules, rank placement, and a runner over real hosts."""
