@@ -165,7 +165,7 @@ def main() -> int:
         else:
             usable.append(t)
     iters = 2 if args.quick else args.iters
-    print(f"# fabric-lab perf, -n {iters}: time (us) and busbw (GB/s) modelled (a NIC stands "
+    print(f"# every case is one perf run with -n {iters}; time (us) and busbw (GB/s) modelled (a NIC stands "
           f"for {MODELLED_GBPS:g} Gb/s), the mean of out of place and in place")
     print(f"{'case':<20} {'target':<8} {'size':>8} {'time':>8} {'busbw':>7} {'bound':>8} "
           f"{'of it':>6} {'busy':>5} {'alpha':>7} {'planes':>11} {'#wrong':>7}  target")

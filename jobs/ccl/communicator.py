@@ -29,6 +29,7 @@ from jobs.ccl.plan import MAX_CHANNELS, Compiled
 from jobs.gpus import Gpu
 from topos.errors import FabricLabError
 from topos.mininet.procs import LineChild
+from topos.mininet.shaping import rate_bucket_bytes
 from topos.model import FabricSpec
 from traffic.hosts import Host, python_argv
 
@@ -190,7 +191,8 @@ class Communicator:
                 raise ValueError(f"NIC {gpu.nic}: its link's MTU {mtu} carries RoCE MTU "
                                  f"{roce_mtu(mtu)} at most, the transport's is "
                                  f"{self.transport.mtu}")
-            ports.append({"iface": end.intf, "rate_bps": bps})
+            ports.append({"iface": end.intf, "rate_bps": bps,
+                          "bucket_bytes": rate_bucket_bytes(link)})
         if not ports:
             raise ValueError(f"NIC {gpu.nic} has no link")
         return ports

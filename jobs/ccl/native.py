@@ -178,7 +178,15 @@ def library() -> ctypes.CDLL:
     lib.ccl_totals.argtypes = [vp, ctypes.POINTER(Stats)]
     lib.ccl_free.argtypes = [vp]
     lib.ccl_free.restype = None
+    lib.ccl_send_allowance.argtypes = [i32, ctypes.c_double, u32]
+    lib.ccl_send_allowance.restype = ctypes.c_double
     return lib
+
+
+def send_allowance(transport: int, rate_bps: float, mtu: int) -> float:
+    """The bytes a port (FABRIC) or NVLink sender may send beyond rate x t in any time t
+    (ccl.h's ccl_send_allowance)."""
+    return float(library().ccl_send_allowance(transport, rate_bps, mtu))
 
 
 if __name__ == "__main__":  # `python -m jobs.ccl.native`: build the engine now (make setup)

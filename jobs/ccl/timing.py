@@ -17,8 +17,13 @@ shaped to.
 The bound of a collective: its longest chain of messages (the compiled dataflow's depth) x
 alpha, plus the time the busiest resource needs for its bytes at its rate, with every frame's
 headers counted: each NIC port sending and receiving at its link rate, each GPU's NVLink at
-the NVLink rate in each direction. The emulation meeting the bound means it adds nothing of its
-own beyond alpha; the fabric (contention, loss, its inner links) shows as time above it.
+the NVLink rate in each direction. A resource's bytes that its token buckets let through at
+once do not count (an emulated link carries at most bucket + rate x t in any time t: the
+engine's batch, `native.send_allowance`, at a sender; at a receiver the link shaper's bucket
+or its senders' batches, whichever is more), so the bound holds for the emulation at every
+size. A receiving port is taken to be shaped at its rate, as Mininet's links are. The
+emulation meeting the bound means it adds nothing of its own beyond alpha; the fabric
+(contention, loss, its inner links) shows as time above it.
 
 Whether a time is the fabric's or the machine's: `cpu_ticks` before and after a run give the
 share of every CPU's time the machine was busy (`busy_share`); near 100%, the engines and
@@ -134,22 +139,42 @@ def measure(comm: Communicator, repeats: int = 3) -> AlphaBeta:
 def bound_s(compiled: Compiled, comm: Communicator, alpha_s: float) -> float:
     """depth x alpha + the busiest resource's time for its bytes (module docstring)."""
     mtu = comm.transport.mtu
-    busy: dict[tuple, float] = {}
+    nvlink_free = native.send_allowance(native.NVLINK, comm.nvlink_bps, mtu)
+    load: dict[tuple, float] = {}  # resource -> bytes
+    senders: dict[tuple, set[tuple[int, int]]] = {}  # a receiving port -> who sends to it
+
+    def add(resource: tuple, nbytes: float) -> None:
+        load[resource] = load.get(resource, 0.0) + nbytes
+
     for rank, plan in compiled.plans.items():
         for o in plan.info:
             if o.kind != native.SEND:
                 continue
             if o.transport == native.FABRIC:
-                t_tx = wire_bytes(o.nbytes, mtu) * 8 / comm.ports[rank][o.port]["rate_bps"]
-                t_rx = wire_bytes(o.nbytes, mtu) * 8 / comm.ports[o.peer][
-                    o.port % len(comm.ports[o.peer])]["rate_bps"]
-                busy[("tx", rank, o.port)] = busy.get(("tx", rank, o.port), 0.0) + t_tx
-                busy[("rx", o.peer, o.port)] = busy.get(("rx", o.peer, o.port), 0.0) + t_rx
+                rx = ("rx", o.peer, o.port % len(comm.ports[o.peer]))
+                add(("tx", rank, o.port), wire_bytes(o.nbytes, mtu))
+                add(rx, wire_bytes(o.nbytes, mtu))
+                senders.setdefault(rx, set()).add((rank, o.port))
             else:
-                t = o.nbytes * 8 / comm.nvlink_bps
-                busy[("nvtx", rank)] = busy.get(("nvtx", rank), 0.0) + t
-                busy[("nvrx", o.peer)] = busy.get(("nvrx", o.peer), 0.0) + t
-    return compiled.depth * alpha_s + max(busy.values(), default=0.0)
+                add(("nvtx", rank), o.nbytes)
+                add(("nvrx", o.peer), o.nbytes)
+
+    def port_free(rank: int, port: int) -> float:
+        return native.send_allowance(native.FABRIC, comm.ports[rank][port]["rate_bps"], mtu)
+
+    busy = [0.0]
+    for resource, nbytes in load.items():
+        kind = resource[0]
+        if kind in ("nvtx", "nvrx"):
+            rate, free = comm.nvlink_bps, nvlink_free
+        else:
+            port = comm.ports[resource[1]][resource[2]]
+            rate = port["rate_bps"]
+            free = (port_free(resource[1], resource[2]) if kind == "tx" else
+                    max(port.get("bucket_bytes", 0),
+                        sum(port_free(r, k) for r, k in senders[resource])))
+        busy.append(max(0.0, nbytes - free) * 8 / rate)
+    return compiled.depth * alpha_s + max(busy)
 
 
 def cpu_ticks() -> tuple[int, int]:

@@ -21,11 +21,11 @@ def cli(*args: str, prefix: list[str] | None = None, timeout: float = 60):
                           cwd=PROJECT_ROOT, timeout=timeout)
 
 
-@pytest.mark.parametrize("action", ["send", "recv", "collective"])
+@pytest.mark.parametrize("action", ["send", "recv"])
 def test_help(action):
     proc = cli(action, "--help")
     assert proc.returncode == 0
-    assert "--iface" in proc.stdout or "--algo" in proc.stdout
+    assert "--iface" in proc.stdout
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -37,27 +37,11 @@ def test_help(action):
     (["send", "--iface", "lo", "--dst", "10.0.0.1", "--size", "0"], "size must be > 0"),
     (["recv", "--iface", "trnope0"], "interface 'trnope0' does not exist"),
     (["recv", "--iface", "lo", "--expect", "10.0.0.1:x:5"], "bad --expect"),
-    (["collective", "--algo", "ring", "--host", "h0=netns:trnope-ns", "--host",
-      "h1=netns:trnope-ns2"], "unknown host 'h0'"),
-    (["collective", "--algo", "ring", "--dry-run", "--ranks", "4", "--order", "aware",
-      "--groups", "h0,h1;h2,h9"], "unknown host in --groups: h9"),
-    (["collective", "--algo", "hd", "--dry-run", "--ranks", "6"], "power-of-two"),
-    (["collective", "--algo", "ring"], "give --host"),
-    (["collective", "--algo", "ring", "--rate", "0", "--dry-run", "--ranks", "2"], "rate"),
 ])
 def test_usage_errors_exit_2_with_a_clear_message(args, message):
     proc = cli(*args)
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr
-
-
-def test_collective_dry_run_prints_hdrm_conflicts():
-    proc = cli("collective", "--algo", "hd", "--dry-run", "--ranks", "16", "--order", "hdrm",
-               "--bigraph", "2,8")
-    assert proc.returncode == 0, proc.stderr
-    assert "placement (rank order): h0 h8 h10 h2 h12 h4 h6 h14 h9 h3 h5 h11 h7 h13 h15 h1" in (
-        proc.stdout)
-    assert proc.stdout.count("max flows/link 1:") == 8
 
 
 @pytest.mark.root
@@ -93,22 +77,6 @@ def test_recv_writes_csv_and_json(pair_net, tmp_path):
 
 
 @pytest.mark.root
-def test_collective_over_named_namespaces(star4, tmp_path):
-    specs = [f"h{i}=netns:{star4.hosts[f'h{i}'].netns}" for i in range(4)]
-    args = ["collective", "--algo", "a2a", "--size", "64K", "--rate", "20M", "--tag",
-            "--json", str(tmp_path / "c.json")]
-    for s in specs:
-        args += ["--host", s]
-    proc = cli(*args)
-    assert proc.returncode == 0, proc.stderr
-    assert "step 0" in proc.stderr and "algbw" in proc.stdout
-    res = json.loads((tmp_path / "c.json").read_text())
-    assert res["complete"] and len(res["steps"]) == 1 and res["steps"][0]["flows"] == 12
-    step = res["steps"][0]
-    assert step["packets"] == 12 * 16 and step["tagged_packets"] == step["packets"]
-
-
-@pytest.mark.root
 def test_send_rejects_packets_larger_than_the_mtu(pair_net):
     a, b = pair_net.hosts["a"], pair_net.hosts["b"]
     proc = cli("send", "--iface", a.iface, "--dst", b.ip, "--mtu", "1480",
@@ -123,8 +91,7 @@ def test_the_same_tool_runs_as_python_m_traffic():
     tool = [sys.executable, "-m", "traffic"]
     listed = subprocess.run([*tool, "--help"], capture_output=True, text=True, cwd=PROJECT_ROOT)
     assert listed.returncode == 0
-    assert all(action in listed.stdout for action in ("send", "recv", "collective", "paced",
-                                                       "worker"))
+    assert all(action in listed.stdout for action in ("send", "recv", "paced", "worker"))
     bad = subprocess.run([*tool, "send", "--iface", "lo", "--dst", "10.0.0.1", "--size", "0"],
                          capture_output=True, text=True, cwd=PROJECT_ROOT)
     assert bad.returncode == 2 and "python -m traffic send: error" in bad.stderr

@@ -58,6 +58,13 @@ def fast_link_burst(rate_mbps: float, mtu: int | None = None) -> int | None:
     return max(int(rate_mbps * 1e6 / 8 * FAST_LINK_BURST_S), frames, SLOW_LINK_BURST_BYTES)
 
 
+def rate_bucket_bytes(link: Link) -> int:
+    """The bytes `link`'s shaper lets through at once beyond its rate (0: not rate-shaped)."""
+    if link.rate_mbps is None:
+        return 0
+    return fast_link_burst(link.rate_mbps, link.mtu) or SLOW_LINK_BURST_BYTES
+
+
 def tc_batch(intf: str, link: Link, *, netem: bool) -> list[str]:
     """`tc -batch` lines shaping the egress of `intf` as `link` says (empty if unshaped)."""
     lines: list[str] = []

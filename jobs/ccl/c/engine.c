@@ -719,6 +719,13 @@ static void *thread_main(void *arg)
 /* ---- the API ------------------------------------------------------------------------------- */
 int ccl_abi(void) { return CCL_ABI; }
 
+double ccl_send_allowance(int32_t transport, double rate_bps, uint32_t mtu)
+{
+    if (transport == CCL_NVLINK)
+        return NVLINK_BUCKET + NVLINK_FRAME;
+    return fabric_bucket(rate_bps, mtu) + mtu + FRAME_SLACK;
+}
+
 static bool nonblocking(int fd)
 {
     int flags = fcntl(fd, F_GETFL);

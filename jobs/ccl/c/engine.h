@@ -10,6 +10,8 @@
 #define MAX_FRAME 9216      /* the largest frame a port sends or receives */
 #define RX_BATCH 32         /* frames per recvmmsg */
 #define NVLINK_FRAME (64 * 1024) /* payload bytes per NVLink frame */
+#define NVLINK_BUCKET (2.0 * NVLINK_FRAME) /* an NVLink sender's token bucket (bytes) */
+#define FRAME_SLACK 128     /* a fabric frame's headers, at most, beyond its payload */
 
 /* A message posted on a TX connection, until its receiver acknowledged all of it. */
 struct txmsg {
@@ -149,6 +151,7 @@ void ccl_credits(struct ccl_engine *e, struct conn *c);
 struct conn *ccl_conn_by_qpn(struct ccl_engine *e, uint32_t qpn);
 
 /* fabric.c: the NIC's ports and go-back-N connections over them */
+double fabric_bucket(double rate_bps, uint32_t mtu); /* a port's token bucket (bytes) */
 void fabric_receive(struct ccl_engine *e, struct port *p);
 void fabric_pump(struct ccl_engine *e, struct port *p, double now, double *wake);
 void fabric_timers(struct ccl_engine *e, double now, double *wake);

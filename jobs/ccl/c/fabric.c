@@ -43,9 +43,9 @@ static int64_t unwrap(uint32_t psn, uint64_t near)
     return (int64_t)near + delta;
 }
 
-static double burst_bytes(const struct ccl_engine *e, const struct port *p)
+double fabric_bucket(double rate_bps, uint32_t mtu)
 {
-    double b = p->cfg.rate_bps / 8 * BATCH_S, frames = BATCH_FRAMES * (e->cfg.mtu + 128.0);
+    double b = rate_bps / 8 * BATCH_S, frames = BATCH_FRAMES * (mtu + (double)FRAME_SLACK);
     return b > frames ? b : frames;
 }
 
@@ -149,7 +149,7 @@ void fabric_pump(struct ccl_engine *e, struct port *p, double now, double *wake)
             }
         return;
     }
-    double burst = burst_bytes(e, p);
+    double burst = fabric_bucket(p->cfg.rate_bps, e->cfg.mtu);
     p->tokens = fmin(burst, p->tokens + (now - p->refill_t) * p->cfg.rate_bps / 8);
     p->refill_t = now;
     if (p->waiting && p->tokens < burst * (BATCH_FRAMES - 1) / BATCH_FRAMES) {

@@ -77,7 +77,7 @@ void nvlink_received(struct ccl_engine *e, struct conn *c)
 
 void nvlink_pump(struct ccl_engine *e, double now, double *wake)
 {
-    double rate = e->cfg.nvlink_bps, burst = 2.0 * NVLINK_FRAME;
+    double rate = e->cfg.nvlink_bps, burst = NVLINK_BUCKET;
     e->nvl_tokens = fmin(burst, e->nvl_tokens + (now - e->nvl_refill_t) * rate / 8);
     e->nvl_refill_t = now;
     for (;;) {
