@@ -104,6 +104,32 @@ install_launchers() {
   echo "provision: linked ${linked[*]} into $launcher_dir (on sudo's PATH)"
 }
 
+# The first directory on the way to the checkout that users other than its owner cannot enter
+# (no o+x; a clone in a home directory of mode 0700 or 0750, or in `mktemp -d`), or nothing.
+closed_ancestor() {
+  local dir=$repo mode
+  while :; do
+    mode=$(stat -c %a "$dir")
+    if (( (8#$mode & 1) == 0 )); then
+      echo "$dir"
+      return 0
+    fi
+    [ "$dir" = / ] && return 0
+    dir=$(dirname "$dir")
+  done
+}
+
+# The linked commands run the checkout's .venv: from a checkout other users cannot reach, only
+# its owner and root can run them. Said, not changed: the directory's mode is its owner's choice.
+note_reach() {
+  local closed
+  closed=$(closed_ancestor)
+  [ -z "$closed" ] && return 0
+  echo "provision: note: $closed is mode $(stat -c %a "$closed"): users other than" \
+       "$(stat -c %U "$closed") cannot run the lab from $repo (root and its owner can);" \
+       "\`chmod o+x $closed\` or a clone in a directory others can enter lets them"
+}
+
 # Wireshark dissectors for the lab's own headers (reorder tag, INT; tools/wireshark): into the Lua
 # plugin folder tshark reads, for every user as root, else for the user running setup.
 install_dissectors() {
@@ -176,6 +202,7 @@ install_apt
 install_dissectors
 install_python
 install_launchers
+note_reach
 build_c_data_plane
 build_traffic_loops
 build_collective_engine

@@ -8,8 +8,6 @@ import os
 import pwd
 import shutil
 import subprocess
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,17 +20,6 @@ pytestmark = [
     pytest.mark.skipif(not (VENV / ".setup-stamp").exists(), reason="checkout not provisioned (make setup)"),
     pytest.mark.skipif(os.geteuid() != 0, reason="links into a system directory: root"),
 ]
-
-
-@pytest.fixture
-def shared_dir() -> Iterator[Path]:
-    """A directory every user can enter (pytest's tmp_path is private to root)."""
-    path = Path(tempfile.mkdtemp(prefix="fl-launch-"))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def provision(launcher_dir: Path, *, user: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -77,6 +64,7 @@ def test_a_foreign_file_is_left_alone(shared_dir: Path) -> None:
     assert (bin_dir / "fabric-lab").is_symlink()
 
 
+@pytest.mark.usefixtures("checkout_open_to_others")
 def test_user_setup_explains_how_to_get_the_commands_on_path(shared_dir: Path) -> None:
     bin_dir = shared_dir / "bin"
     done = provision(bin_dir, user="nobody")

@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import os
 import pwd
-import shutil
 import subprocess
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,17 +33,6 @@ def unused_id() -> int:
 @pytest.fixture
 def user() -> int:
     return unused_id()
-
-
-@pytest.fixture
-def shared_dir() -> Iterator[Path]:
-    """A directory the throwaway user can enter (pytest's tmp_path is private to root)."""
-    path = Path(tempfile.mkdtemp(prefix="fl-owner-"))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def owners(root: Path) -> dict[str, tuple[int, int]]:
@@ -93,6 +79,7 @@ def test_result_dirs_files_and_report_belong_to_the_sudo_user(monkeypatch: pytes
     assert (tmp_path.stat().st_uid, tmp_path.stat().st_gid) == (0, 0)  # what existed stays as it was
 
 
+@pytest.mark.usefixtures("checkout_open_to_others")
 def test_sudo_run_then_user_report(shared_dir: Path, user: int) -> None:
     """`sudo fabric-lab run ecmp-hashing --quick`, then `fabric-lab report` as the user."""
     results = shared_dir / "results"

@@ -721,9 +721,10 @@ int ccl_abi(void) { return CCL_ABI; }
 
 double ccl_send_allowance(int32_t transport, double rate_bps, uint32_t mtu)
 {
+    (void)rate_bps;
     if (transport == CCL_NVLINK)
-        return NVLINK_BUCKET + NVLINK_FRAME;
-    return fabric_bucket(rate_bps, mtu) + mtu + FRAME_SLACK;
+        return NVLINK_FRAME; /* a sender's first piece; a receiver takes none early */
+    return 2.0 * (mtu + FRAME_SLACK);
 }
 
 static bool nonblocking(int fd)
@@ -778,6 +779,7 @@ struct ccl_engine *ccl_new(const struct ccl_config *cfg, const struct ccl_peer *
             nonblocking(e->nvl[r].fd);
     }
     e->nvl_refill_t = now;
+    e->nvl_rx_due_peer = -1;
     pthread_mutex_init(&e->lock, NULL);
     return e;
 }

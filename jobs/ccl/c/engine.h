@@ -10,7 +10,6 @@
 #define MAX_FRAME 9216      /* the largest frame a port sends or receives */
 #define RX_BATCH 32         /* frames per recvmmsg */
 #define NVLINK_FRAME (64 * 1024) /* payload bytes per NVLink frame */
-#define NVLINK_BUCKET (2.0 * NVLINK_FRAME) /* an NVLink sender's token bucket (bytes) */
 #define FRAME_SLACK 128     /* a fabric frame's headers, at most, beyond its payload */
 
 /* A message posted on a TX connection, until its receiver acknowledged all of it. */
@@ -111,6 +110,8 @@ struct ccl_engine {
     uint32_t nplans;
     struct nvlink_peer *nvl;/* per rank (fd -1: not on this server) */
     double nvl_tokens, nvl_refill_t, nvl_rx_clock;
+    double nvl_rx_due;      /* when the piece at nvl_rx_due_peer's head has arrived */
+    int nvl_rx_due_peer;    /* -1: no piece on the way in */
     uint32_t nvl_rr, nvl_rx_rr;
     /* the run */
     int state;              /* ccl_state */

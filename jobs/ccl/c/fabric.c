@@ -32,7 +32,9 @@
 /* A port sends at most its rate, in batches: once its bucket is empty it waits until the bucket
  * holds BATCH_FRAMES frames again (or BATCH_S of its rate, if more), then sends them back to
  * back (the link's own shaper spreads them). A wake-up per frame would cost the machine more
- * than the frame: in batches the engine wakes once a millisecond at 100 Mb/s. */
+ * than the frame: in batches the engine wakes once a millisecond at 100 Mb/s. A batch only
+ * spends tokens earned while the port waited, so the port is never ahead of its rate by more
+ * than the frame an idle port may send at once and the one a send may overdraw. */
 #define BATCH_FRAMES 4
 #define BATCH_S 0.001
 
@@ -149,8 +151,12 @@ void fabric_pump(struct ccl_engine *e, struct port *p, double now, double *wake)
             }
         return;
     }
+    /* An idle port keeps one frame's tokens, as a NIC's wire saves nothing up while it idles: a
+     * collective's bytes from an idle start leave no faster than the rate (plus a frame). The
+     * bucket fills to a batch only while the port waits to send. */
     double burst = fabric_bucket(p->cfg.rate_bps, e->cfg.mtu);
-    p->tokens = fmin(burst, p->tokens + (now - p->refill_t) * p->cfg.rate_bps / 8);
+    double cap = p->waiting ? burst : e->cfg.mtu + (double)FRAME_SLACK;
+    p->tokens = fmin(cap, p->tokens + (now - p->refill_t) * p->cfg.rate_bps / 8);
     p->refill_t = now;
     if (p->waiting && p->tokens < burst * (BATCH_FRAMES - 1) / BATCH_FRAMES) {
         bool pending = false;

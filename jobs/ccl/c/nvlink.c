@@ -4,10 +4,10 @@
  * per pair of GPUs carries only descriptors and completions.
  *
  * Time is modelled at `nvlink_bps` per GPU and direction: a sender describes its messages in
- * pieces of NVLINK_FRAME bytes no faster than its rate (a token bucket over its NVLink
- * connections, round robin), and a receiver takes a piece only when its receive clock allows
- * (a piece of L bytes moves the clock L at the rate past the later of now and where it stood),
- * so two GPUs sending to one share its rate. A send is done when the receiver has all of it
+ * pieces of NVLINK_FRAME bytes no faster than its rate (round robin over its NVLink
+ * connections, each piece once the last is out), and a receiver takes a piece of L bytes L at
+ * the rate after the later of when it left the sender and when the receiver's previous piece
+ * had arrived, so two GPUs sending to one share its rate and nothing arrives early. A send is done when the receiver has all of it
  * (its completion comes back on the stream): only then may the sender's buffer change. Nothing
  * here touches a fabric link. */
 #include "engine.h"
@@ -25,6 +25,7 @@ struct frame {
     uint64_t va;                   /* run id << 32 | iteration */
     uint64_t off, len, msg_len;    /* the piece within its message */
     uint64_t src;                  /* where the piece is in the sender's arena */
+    double sent;                   /* when the sender put it on the link (CLOCK_MONOTONIC) */
 };
 
 void nvlink_write(struct ccl_engine *e, int peer)
@@ -77,8 +78,8 @@ void nvlink_received(struct ccl_engine *e, struct conn *c)
 
 void nvlink_pump(struct ccl_engine *e, double now, double *wake)
 {
-    double rate = e->cfg.nvlink_bps, burst = NVLINK_BUCKET;
-    e->nvl_tokens = fmin(burst, e->nvl_tokens + (now - e->nvl_refill_t) * rate / 8);
+    double rate = e->cfg.nvlink_bps;  /* no bucket: a piece leaves once the last one is out */
+    e->nvl_tokens = fmin(0.0, e->nvl_tokens + (now - e->nvl_refill_t) * rate / 8);
     e->nvl_refill_t = now;
     for (;;) {
         struct conn *c = NULL;
@@ -106,7 +107,7 @@ void nvlink_pump(struct ccl_engine *e, double now, double *wake)
         uint64_t len = m->len - m->sent < NVLINK_FRAME ? m->len - m->sent : NVLINK_FRAME;
         struct frame f = {.type = FRAME_PIECE, .qpn = c->qpn, .rkey = m->rkey, .sop = m->op,
                           .va = m->va, .off = m->sent, .len = len, .msg_len = m->len,
-                          .src = m->src + m->sent};
+                          .src = m->src + m->sent, .sent = now};
         put(e, c->peer, &f);
         e->nvl_tokens -= (double)len;
         e->totals.nvlink_tx_bytes += len;
@@ -217,19 +218,30 @@ void nvlink_deliver(struct ccl_engine *e, double now, double *wake)
                 nvlink_read(e, r), h = head(s);
             if (!h)
                 continue;
-            if (h->type == FRAME_PIECE && now < e->nvl_rx_clock) {
-                *wake = fmin(*wake, e->nvl_rx_clock);
-                return;
+            if (h->type == FRAME_PIECE) {  /* it arrives L at the rate after it left, in turn */
+                if (e->nvl_rx_due_peer >= 0 && e->nvl_rx_due_peer != r)
+                    continue;  /* another GPU's piece is on this GPU's NVLink */
+                if (e->nvl_rx_due_peer < 0) {
+                    e->nvl_rx_due = fmax(h->sent, e->nvl_rx_clock) + h->len * 8.0 / e->cfg.nvlink_bps;
+                    e->nvl_rx_due_peer = r;
+                }
+                if (now < e->nvl_rx_due) {
+                    *wake = fmin(*wake, e->nvl_rx_due);
+                    continue;
+                }
             }
             struct frame f = *h;
             s->in_at += sizeof f;
+            if (f.type == FRAME_PIECE) {
+                e->nvl_rx_clock = e->nvl_rx_due;
+                e->nvl_rx_due_peer = -1;
+            }
             struct conn *c = ccl_conn_by_qpn(e, f.qpn);
             if (!c || c->transport != CCL_NVLINK) {
                 e->totals.bad_frames++;
             } else if (f.type == FRAME_DONE && c->dir == CCL_TX) {
                 done(e, c, &f);
             } else if (f.type == FRAME_PIECE && c->dir == CCL_RX) {
-                e->nvl_rx_clock = fmax(now, e->nvl_rx_clock) + f.len * 8.0 / e->cfg.nvlink_bps;
                 piece(e, c, &f);
             } else {
                 e->totals.bad_frames++;
