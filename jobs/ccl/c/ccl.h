@@ -148,9 +148,8 @@ struct ccl_result {
 size_t ccl_layout(uint64_t *out, size_t cap);
 int ccl_abi(void);
 /* The bytes a port (CCL_FABRIC, of `rate_bps`, sending frames of `mtu`) or a GPU's NVLink
- * (CCL_NVLINK) may send beyond rate x t in the time t from an idle start: what an idle sender
- * may send at once, and what a send may take below empty. The alpha-beta bound counts them as
- * free. */
+ * (CCL_NVLINK) may send beyond rate x t in any time t: the batch it may send ahead of its rate
+ * and the frame it may start on its last token. The alpha-beta bound counts them as free. */
 double ccl_send_allowance(int32_t transport, double rate_bps, uint32_t mtu);
 
 struct ccl_engine;

@@ -721,10 +721,9 @@ int ccl_abi(void) { return CCL_ABI; }
 
 double ccl_send_allowance(int32_t transport, double rate_bps, uint32_t mtu)
 {
-    (void)rate_bps;
     if (transport == CCL_NVLINK)
         return NVLINK_FRAME; /* a sender's first piece; a receiver takes none early */
-    return 2.0 * (mtu + FRAME_SLACK);
+    return fabric_bucket(rate_bps, mtu) + mtu + FRAME_SLACK;
 }
 
 static bool nonblocking(int fd)

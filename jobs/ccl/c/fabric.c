@@ -29,13 +29,12 @@
 #define OP_ONLY 0x0a
 #define OP_ACK 0x11
 #define SYNDROME_NAK 0x60
-/* A port sends at most its rate, in batches: once its bucket is empty it waits until the bucket
- * holds BATCH_FRAMES frames again (or BATCH_S of its rate, if more), then sends them back to
- * back (the link's own shaper spreads them). A wake-up per frame would cost the machine more
- * than the frame: in batches the engine wakes once a millisecond at 100 Mb/s. A batch only
- * spends tokens earned while the port waited, so the port is never ahead of its rate by more
- * than the frame an idle port may send at once and the one a send may overdraw. */
-#define BATCH_FRAMES 4
+/* A port sends at most its rate, in batches of BATCH_S of its rate (one frame, if that is more):
+ * it sends a batch back to back on what it will earn meanwhile (the link's own shaper spreads
+ * the frames), then waits until the batch is paid for. A wake-up per frame would cost the
+ * machine more than the frame at 100 Mb/s and up. Tokens never exceed one frame, as a NIC's
+ * wire saves nothing up while it idles: a port is never ahead of its rate by more than a batch
+ * and a frame (ccl_send_allowance), and never behind it while it has something to send. */
 #define BATCH_S 0.001
 
 /* The unwrapped value nearest `near` whose low 24 bits are `psn` (-1: one before 0). */
@@ -47,8 +46,8 @@ static int64_t unwrap(uint32_t psn, uint64_t near)
 
 double fabric_bucket(double rate_bps, uint32_t mtu)
 {
-    double b = rate_bps / 8 * BATCH_S, frames = BATCH_FRAMES * (mtu + (double)FRAME_SLACK);
-    return b > frames ? b : frames;
+    double b = rate_bps / 8 * BATCH_S, frame = mtu + (double)FRAME_SLACK;
+    return b > frame ? b : frame;
 }
 
 /* A virtio_net_hdr whose hdr_len covers the whole frame: the kernel then builds it as one
@@ -151,20 +150,16 @@ void fabric_pump(struct ccl_engine *e, struct port *p, double now, double *wake)
             }
         return;
     }
-    /* An idle port keeps one frame's tokens, as a NIC's wire saves nothing up while it idles: a
-     * collective's bytes from an idle start leave no faster than the rate (plus a frame). The
-     * bucket fills to a batch only while the port waits to send. */
-    double burst = fabric_bucket(p->cfg.rate_bps, e->cfg.mtu);
-    double cap = p->waiting ? burst : e->cfg.mtu + (double)FRAME_SLACK;
-    p->tokens = fmin(cap, p->tokens + (now - p->refill_t) * p->cfg.rate_bps / 8);
+    double frame = e->cfg.mtu + (double)FRAME_SLACK;
+    double batch = fabric_bucket(p->cfg.rate_bps, e->cfg.mtu);
+    p->tokens = fmin(frame, p->tokens + (now - p->refill_t) * p->cfg.rate_bps / 8);
     p->refill_t = now;
-    if (p->waiting && p->tokens < burst * (BATCH_FRAMES - 1) / BATCH_FRAMES) {
+    if (p->waiting && p->tokens < 0) {
         bool pending = false;
         for (uint32_t k = 0; k < p->ntx && !pending; k++)
             pending = p->tx[k]->next < p->tx[k]->posted_end && !p->tx[k]->failed;
-        if (pending) {  /* still refilling: resume with a batch */
-            double need = burst * (BATCH_FRAMES - 1) / BATCH_FRAMES - p->tokens;
-            *wake = fmin(*wake, now + need * 8 / p->cfg.rate_bps);
+        if (pending) {  /* the last batch is not paid for yet */
+            *wake = fmin(*wake, now - p->tokens * 8 / p->cfg.rate_bps);
             return;
         }
     }
@@ -180,10 +175,9 @@ void fabric_pump(struct ccl_engine *e, struct port *p, double now, double *wake)
         }
         if (!c)
             return;
-        if (p->tokens < 0) {
+        if (p->tokens < frame - batch) {  /* a batch ahead: wait until it is paid for */
             p->waiting = true;
-            double need = burst * (BATCH_FRAMES - 1) / BATCH_FRAMES - p->tokens;
-            *wake = fmin(*wake, now + need * 8 / p->cfg.rate_bps);
+            *wake = fmin(*wake, now - p->tokens * 8 / p->cfg.rate_bps);
             return;
         }
         if (!send_next(e, p, c, now)) {
