@@ -179,7 +179,7 @@ def measure(comm: Communicator, collective: str, algorithm: str, size_list: Sequ
                                   count=requested // dt.size, dtype=dt,
                                   redop=REDOPS.get(op, NO_OP), root=options.root,
                                   in_place=in_place,
-                                  channels=channels or comm.default_channels(),
+                                  channels=channels or comm.default_channels(nbytes=requested),
                                   slice_bytes=options.slice_bytes)
 
     def timeout(c: Compiled) -> float:

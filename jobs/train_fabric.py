@@ -122,7 +122,7 @@ class JobFabric:
         """`collective` of nccl-tests' size `size` on every group at once (float, sum);
         `schedule` replaces the algorithm's (the lab's own)."""
         comm = self._comm()
-        channels = min(comm.default_channels([self._index[g.nic] for g in group])
+        channels = min(comm.default_channels([self._index[g.nic] for g in group], size)
                        for group in groups)
         return merge([compile_collective(collective, algorithm, self.members(g),
                                          total_ranks=len(comm.gpus), count=size // FLOAT.size,

@@ -34,7 +34,15 @@ from experiments.demo.plot import (
     TIMELINE_FIELDS,
     plot_timeline,
 )
-from experiments.demo.stages import DEFAULT_KINDS, EventLog, Stage, plan_stages, run_stages
+from experiments.demo.stages import (
+    DEFAULT_KINDS,
+    STAGE_KINDS,
+    EventLog,
+    Stage,
+    failure_kind,
+    plan_stages,
+    run_stages,
+)
 from experiments.demo.view import LiveView
 from experiments.framework.failover_lab import LINK_MTU, FailoverLab, FlowRun, relieved_pps
 from experiments.framework.recovery import loss_window
@@ -185,7 +193,7 @@ def run_demo(*, kinds: tuple[str, ...] | list[str] = DEFAULT_KINDS, fabric: str 
                      f"flows' paths\n")
         stream.flush()
         flows = lab.plan_flows(lab.default_pairs(), flows_per_pair)
-        paths = lab.trace_paths(flows)
+        paths = lab.trace_crossing(flows, [failure_kind(k) for k in kinds if k in STAGE_KINDS])
         stages = state.stages = plan_stages(lab, list(kinds), flows, paths, hold_s)
         events = EventLog(lab)
         view = LiveView(f"AI Fabric Lab: {spec.name} on {target}, {len(stages)} recoveries",

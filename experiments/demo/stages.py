@@ -103,6 +103,11 @@ def rerouted_at(events: Sequence[LinkEvent], stage: Stage) -> float | None:
     return min(done, default=None)
 
 
+def failure_kind(kind: str) -> str:
+    """The failure a stage of `kind` plans for (a "none" stage: a downlink it never fails)."""
+    return "downlink" if kind == "none" else kind
+
+
 def plan_stages(lab: FailoverLab, kinds: list[str], flows: list[Flow],
                 paths: Mapping[str, frozenset[tuple[str, int]]], hold_s: float) -> list[Stage]:
     """One stage per kind, each failing the candidate of its kind the most flows cross."""
@@ -112,7 +117,7 @@ def plan_stages(lab: FailoverLab, kinds: list[str], flows: list[Flow],
             raise ValueError(f"unknown demo stage {kind!r}; choose from {', '.join(STAGE_KINDS)}")
         if kind == "tor" and not all(lab.dual_homed(f.src) for f in flows):
             raise ValueError(f"{lab.spec.name}: the sources are single-homed; no tor stage")
-        fail_kind = "downlink" if kind == "none" else kind
+        fail_kind = failure_kind(kind)
         failure = pick_failure(lab, fail_kind, flows, dict(paths))
         failure = Failure(fail_kind, failure.target)
         hold = max(hold_s, SILENT_MIN_HOLD_S) if kind == "silent" else hold_s

@@ -81,7 +81,7 @@ def run_trial(lab: FailoverLab, kind: str, trial: int, params: dict, *,
 
     `on_tick(run, failure, phase)` is called about every 0.1 s (live views)."""
     flows = lab.plan_flows(lab.default_pairs(), params["flows_per_pair"])
-    paths = lab.trace_paths(flows)
+    paths = lab.trace_crossing(flows, [kind])
     failure = pick_failure(lab, kind, flows, paths)
     events_before = len(lab.rc.events) if lab.rc else 0
     drops_before = lab.kernel_drops()

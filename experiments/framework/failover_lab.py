@@ -47,6 +47,7 @@ __all__ = ["KINDS", "LINK_MTU", "FailoverLab", "Failure", "Flow", "FlowRun", "pi
 PROGRAM = program_path("ecmp")
 KINDS = ("uplink", "downlink", "tor", "silent")
 TRACE_PACKETS = 40
+TRACE_TRIES = 3  # traces of the same flows before a failure is chosen without one it hits
 # The links' MTU for the failover flows: RoCE's 4096-byte path MTU, which Ethernet's 1500 does
 # not carry (RoCE fabrics set 4200 or more). Four times fewer packets carry the same Mb/s, and
 # packets, more than bytes, are what the machine's two cores pay for (docs/rates.md).
@@ -172,6 +173,20 @@ class FailoverLab(SessionLab):
                     paths[f.name] = self._burst_path(f, before, count, timeout)
             finally:
                 close_worker(proc)
+        return paths
+
+    def trace_crossing(self, flows: list[Flow], kinds: Iterable[str]
+                       ) -> dict[str, frozenset[tuple[str, int]]]:
+        """`trace_paths`, traced again (up to TRACE_TRIES times in all) while no flow crosses
+        any candidate of one of `kinds`: a busy machine can keep a burst's counters from
+        showing a hop, and a failure must hit a flow it was seen to carry."""
+        wanted = sorted(set(kinds))
+        for _ in range(TRACE_TRIES):
+            paths = self.trace_paths(flows)
+            if all(any(self.crosses(kind, self.target_of(kind, link), paths[f.name])
+                       for link in self.candidates(kind, flows) for f in flows)
+                   for kind in wanted):
+                break
         return paths
 
     def _port_packets(self, switches: Iterable[str], *,

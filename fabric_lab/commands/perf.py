@@ -80,7 +80,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="rank order (default topology)")
     parser.add_argument("--channels", type=int,
                         help="channels (default: every NIC port and, on servers of several "
-                             "GPUs, every rail)")
+                             "GPUs, every rail; fewer where a size gives a channel under 32 KiB, "
+                             "as NCCL)")
     parser.add_argument("--slice", default="64K", help="largest message (default 64K)")
     parser.add_argument("--target", default="p4switch", choices=targets.CHOICES,
                         help="switch target (default p4switch)")

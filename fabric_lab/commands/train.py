@@ -150,7 +150,7 @@ def report(record: dict[str, Any]) -> str:
     """The readable report: per iteration, per collective, per rank, and the verdict."""
     s = record["scale"]
     lines = [f"# job {record['job']}: {record['ranks']} ranks; emulated "
-             f"{s['emulated_bps'] / 1e6:g} Mb/s links stand for {s['modelled_bps'] / 1e9:g} Gb/s, "
+             f"NICs of {s['emulated_bps'] / 1e6:g} Mb/s stand for {s['modelled_bps'] / 1e9:g} Gb/s, "
              f"time scale {s['time_scale']:g} (1 emulated byte = {s['bytes_factor']:.0f} "
              f"modelled bytes); times in the modelled job's seconds",
              "", f"{'iter':>4} {'iteration s':>12} {'compute s':>10} {'exposed s':>10} "

@@ -33,6 +33,7 @@ from topos.mininet.shaping import rate_bucket_bytes
 from topos.model import FabricSpec
 from traffic.hosts import Host, python_argv
 
+CHANNEL_MIN_BYTES = 32 * 1024  # the least a channel carries (default_channels)
 RTO_FRAMES = 450  # the retransmission timeout, in frame times of the slowest port
 MIN_RTO_S = 0.05
 ETHERNET_ROCE_OVERHEAD = 74  # Ethernet, IPv4, UDP, BTH, RETH, ICRC around a payload
@@ -223,15 +224,21 @@ class Communicator:
     def port_count(self, rank: int) -> int:
         return len(self.ports[rank])
 
-    def default_channels(self, ranks: Sequence[int] | None = None) -> int:
+    def default_channels(self, ranks: Sequence[int] | None = None, nbytes: int | None = None) -> int:
         """NCCL's choice, in effect: enough channels that every NIC port carries its own and,
         on servers of several GPUs, that the rings leave every server on every rail (ports x
-        GPUs per server); at least two (two entropies per peer)."""
+        GPUs per server), at least two (two entropies per peer); for a collective of `nbytes`,
+        no more than give each channel CHANNEL_MIN_BYTES (NCCL's Simple protocol: it drops
+        channels until each has 512 threads x 64 bytes), so a small one is not cut into more
+        messages than it has bytes for."""
         chosen = range(len(self.gpus)) if ranks is None else ranks
         ports = min(self.port_count(r) for r in chosen)
         servers = [self.gpus[r].server for r in chosen]
         per_server = max(servers.count(s) for s in servers)
-        return min(MAX_CHANNELS, max(2, ports * per_server))
+        channels = min(MAX_CHANNELS, max(2, ports * per_server))
+        if nbytes is not None:
+            channels = min(channels, max(1, nbytes // CHANNEL_MIN_BYTES))
+        return channels
 
     # ---- plans and runs --------------------------------------------------------------------
     def _usable(self) -> None:
