@@ -118,11 +118,13 @@ class JobFabric:
         return [Member(self._index[g.nic], g, comm.port_count(self._index[g.nic])) for g in gpus]
 
     def compile(self, collective: str, algorithm: str, groups: Sequence[Sequence[Gpu]],
-                size: int, schedule: Schedule | None = None) -> Compiled:
+                size: int, schedule: Schedule | None = None, *, scaled: bool = False) -> Compiled:
         """`collective` of nccl-tests' size `size` on every group at once (float, sum);
-        `schedule` replaces the algorithm's (the lab's own)."""
+        `schedule` replaces the algorithm's (the lab's own). `scaled`: `size` stands for a
+        job's far larger modelled collective, which NCCL runs on all its channels."""
         comm = self._comm()
-        channels = min(comm.default_channels([self._index[g.nic] for g in group], size)
+        channels = min(comm.default_channels([self._index[g.nic] for g in group],
+                                             None if scaled else size)
                        for group in groups)
         return merge([compile_collective(collective, algorithm, self.members(g),
                                          total_ranks=len(comm.gpus), count=size // FLOAT.size,
@@ -195,7 +197,7 @@ class JobComm:
                    size: int) -> GroupRun:
         fab = self.fabric
         compiled = fab.compile(kind, algorithm, [[self.ranks[r] for r in g] for g in groups],
-                               size)
+                               size, scaled=True)
         result = fab.run(compiled, record=True)
         timeline = Timeline.of(compiled, result)
         job_rank = {fab._index[g.nic]: k for k, g in enumerate(self.ranks)}

@@ -5,8 +5,9 @@ and beta measured, and the bound a compiled collective's links allow.
     bound_s(compiled, comm, ab.alpha_s)      # depth x alpha + the busiest link's bytes
 
 alpha is what one message costs beyond its bytes, as a collective's steps meet it: every rank
-passes a 16-byte token to the next rank of the ring and forwards the one it gets, K laps of the
-ring, all ranks at once; the time per step (each step is a whole message: sent, carried through
+passes a 16-byte token to the next rank of the ring a ring all-reduce takes (NVLink inside a
+server, a rail between servers) and forwards the one it gets, K laps of the ring, all ranks at
+once; the time per step (each step is a whole message: sent, carried through
 the switches, taken by the next rank's engine, while every other rank does the same), timed
 over back-to-back iterations after the first, so the launch's skew across ranks is not in it.
 beta is the per-byte cost when every NIC sends at once: each rank sends a large message to the
@@ -36,6 +37,7 @@ import statistics
 from dataclasses import dataclass
 
 from jobs.ccl import native
+from jobs.ccl.algorithms import ring_order
 from jobs.ccl.communicator import Communicator, members
 from jobs.ccl.datatypes import datatype
 from jobs.ccl.plan import Compiled, compile_collective
@@ -71,22 +73,25 @@ def wire_bytes(payload: int, mtu: int) -> int:
 TOKEN_BYTES = 16  # a rank's part of an all-gather is whole 16 bytes (nccl-tests' counts)
 
 
-def _token_ring(n: int, laps: int) -> Schedule:
-    """Every rank forwards to the next the token it got (an all-gather's chunks of
+def _token_ring(order: list[int], laps: int) -> Schedule:
+    """Every rank forwards to the next in `order` the token it got (an all-gather's chunks of
     TOKEN_BYTES, kept going round): `laps` x n steps, each rank's step waiting for its
     previous."""
-    steps = [Step([Flow(r, (r + 1) % n, TOKEN_BYTES, FABRIC, ((r - t) % n,)) for r in range(n)],
-                  "token") for t in range(laps * n)]
+    n = len(order)
+    steps = [Step([Flow(order[i], order[(i + 1) % n], TOKEN_BYTES, FABRIC, (order[(i - t) % n],))
+                   for i in range(n)], "token") for t in range(laps * n)]
     return Schedule("token_ring", n, TOKEN_BYTES * n, steps, 1.0)
 
 
 def token_plan(comm: Communicator) -> Compiled:
-    """The plan alpha is measured with: TOKEN_LAPS x n messages in a chain per rank."""
+    """The plan alpha is measured with: TOKEN_LAPS x n messages in a chain per rank, around
+    the ring a ring all-reduce takes (`ring_order`: over NVLink inside a server, along a rail
+    between servers), so alpha is the cost of the hops collectives chain."""
     ms = members(comm)
     n = len(ms)
     return compile_collective("all_gather", None, ms, total_ranks=n,
                               count=TOKEN_BYTES // 4 * n, dtype=datatype("float"),
-                              schedule=_token_ring(n, TOKEN_LAPS))
+                              schedule=_token_ring(ring_order(comm.gpus), TOKEN_LAPS))
 
 
 def _rail_shift(comm: Communicator) -> Schedule:

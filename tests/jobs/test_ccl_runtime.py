@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from jobs.ccl import native
+from jobs.ccl.algorithms import ring_order
 from jobs.ccl.collectives import COLLECTIVES, build
 from jobs.ccl.communicator import Communicator, Transport, members
 from jobs.ccl.datatypes import REDOPS, TYPES, datatype
@@ -223,6 +224,15 @@ def test_lost_packets_are_resent_and_the_data_still_reduces():
             assert result.total("retransmits") >= counts["dropped"]
     finally:
         tb.close()
+
+
+def test_alpha_token_takes_the_hops_a_ring_takes(bridge_comm):
+    comm = bridge_comm(2, 2)  # two servers of two GPUs
+    order = ring_order(comm.gpus)
+    assert order != list(range(4))  # the ring snakes: rank order would cross rails
+    following = {order[i]: order[(i + 1) % 4] for i in range(4)}
+    for rank, plan in token_plan(comm).plans.items():
+        assert {o.peer for o in plan.info if o.kind == native.SEND} == {following[rank]}
 
 
 def test_alpha_is_measured_over_a_chain_of_one_message_per_hop(bridge_comm):
