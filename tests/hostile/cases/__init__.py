@@ -1,0 +1,1 @@
+"""One module per area, each with `CASES: list[Case]` (see tests/hostile/inputs.py)."""
