@@ -44,7 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Errors that answer the user's input (a bad argument, something in the way, no permission):
-# reported as one `fabric-lab COMMAND: message` line and exit status 1, never a traceback.
+# reported as one `fabric-lab COMMAND: message` line and the exit status of the error's class
+# (topos/errors.py: 1 failed, 2 wrong input, 3 the machine cannot; other OSErrors 1), never a
+# traceback.
 # The lab's own derive from FabricLabError (topos/errors.py); p4switch, which stands alone,
 # has its own compile error.
 EXPECTED_ERRORS: tuple[type[Exception], ...] = (
@@ -75,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(err, OSError) and err.filename and err.strerror:
             message = f"{err.filename}: {err.strerror}"
         print(f"fabric-lab {args.command}: {message}", file=sys.stderr)
-        return 1
+        return int(getattr(err, "exit_status", 1))
 
 
 if __name__ == "__main__":
