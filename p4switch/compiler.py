@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING
 from .compile_cache import CompileCache
 from .cpmodel import ControlPlaneModel
 from .engine import Engine, EngineConfig
-from .frontend.diagnostics import Diagnostic, P4CompileError, Reporter
+from .frontend.diagnostics import Diagnostic, P4CompileError, Pos, Reporter
 from .frontend.preprocess import Preprocessed, preprocess
+from .frontend.source import MAX_SOURCE_BYTES, SourceError, read_source
 
 if TYPE_CHECKING:
     from .frontend.check import ProgramInfo
@@ -37,6 +38,8 @@ __all__ = ["CompiledProgram", "Diagnostic", "P4CompileError",
            "compile_program", "compile_source"]
 
 _CONFIG_FORMAT = "p4switch-device-config-1"
+# the source (at most MAX_SOURCE_BYTES, JSON-escaped) and its line map ("file", line) per line
+MAX_DEVICE_CONFIG_BYTES = 16 * MAX_SOURCE_BYTES
 
 
 class CompiledProgram:
@@ -58,15 +61,25 @@ class CompiledProgram:
         return _device_config(self.name, self._pre)
 
     @classmethod
-    def from_device_config(cls, data: bytes) -> CompiledProgram:
+    def from_device_config(cls, data: bytes, origin: str = "<device config>"
+                           ) -> CompiledProgram:
+        """The program a device config carries; P4CompileError, naming `origin` (where the
+        config came from), when it is not one."""
         try:
+            if len(data) > MAX_DEVICE_CONFIG_BYTES:
+                raise ValueError(f"larger than {MAX_DEVICE_CONFIG_BYTES >> 20} MiB")
             doc = json.loads(bytes(data).decode())
-            if doc.get("format") != _CONFIG_FORMAT:
+            if not isinstance(doc, dict) or doc.get("format") != _CONFIG_FORMAT:
                 raise ValueError("not a p4switch device config")
-            pre = Preprocessed(doc["source"], [tuple(x) for x in doc["line_map"]])
-            name = doc["name"]
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
-            raise P4CompileError([Diagnostic("<device config>", 0, 0,
+            source, name, line_map = doc["source"], doc["name"], doc["line_map"]
+            if not (isinstance(source, str) and isinstance(name, str) and name.isidentifier()
+                    and isinstance(line_map, list)
+                    and all(isinstance(x, list) and len(x) == 2 and isinstance(x[0], str)
+                            and type(x[1]) is int for x in line_map)):
+                raise ValueError("a field of the wrong type")
+            pre = Preprocessed(source, [(file, line) for file, line in line_map])
+        except (ValueError, KeyError, TypeError, RecursionError) as e:
+            raise P4CompileError([Diagnostic(origin, 0, 0,
                                              f"invalid device config: {e}")]) from None
         return _compile_preprocessed(pre, name)
 
@@ -88,12 +101,12 @@ class CompiledProgram:
 
 def compile_program(path: str | Path, include_dirs: Sequence[str | Path] = (),
                     defines: Mapping[str, str] | None = None) -> CompiledProgram:
-    path = Path(path)
+    """P4CompileError for any fault of the program, its file (missing, a directory,
+    unreadable, past `MAX_SOURCE_BYTES`, not UTF-8 text) included."""
     try:
-        text = path.read_text()
-    except OSError as e:
-        raise P4CompileError([Diagnostic(str(path), 0, 0, f"cannot read: {e.strerror}")]) \
-            from None
+        text = read_source(path)
+    except SourceError as e:
+        raise P4CompileError([Diagnostic(e.file, e.line, e.col, e.message)]) from None
     return compile_source(text, str(path), include_dirs, defines)
 
 
@@ -147,7 +160,8 @@ def _compile(pre: Preprocessed, name: str, reporter: Reporter
     except P4CompileError:
         raise
     except Exception as e:  # a front-end bug must still come out as a diagnostic
-        reporter.error(None, f"internal compiler error: {type(e).__name__}: {e}")
+        reporter.error(Pos(pre.main_file, 0, 0),
+                       f"internal compiler error: {type(e).__name__}: {e}")
     reporter.check()
     result = generate(info, name, reporter)
     reporter.check()

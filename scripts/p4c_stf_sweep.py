@@ -106,7 +106,7 @@ def _one(program: Path, stf: Path | None, golden: Path | None, pipeline: str) ->
         statements = parse_stf_file(stf) if stf else []
         program_ = compile_program(program, [program.parent])
     except StfSyntaxError as exc:
-        result = StfResult(Outcome.INVALID, [f"STF syntax: {e}" for e in exc.errors])
+        result = StfResult(Outcome.INVALID, exc.errors)
     except P4CompileError as exc:
         result = compile_failure(exc)
     else:

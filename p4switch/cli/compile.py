@@ -5,10 +5,16 @@ Writes OUTDIR/<name>.p4info.txtpb (as p4c's `--p4runtime-files`) and OUTDIR/<nam
 running the program on the C data plane loads (p4switch/cdp), `--native` the program's native
 pipeline (p4switch/native.py); both are kept in the compile cache, where every switch started
 with `--pipeline auto` (the default) finds them, and the first switch to load the program then
-builds nothing. Exit status: 0 compiled, 1 the program has errors (listed on stderr as
-`file:line:col: message`), 2 bad usage or I/O error, 3 an internal error of the compiler (a
-defect: the traceback on stderr), 4 the C data plane or the native pipeline cannot be built
-here (the reason on stderr).
+builds nothing.
+
+Errors go to stderr as p4c prints them, `file:line:col: error: message`, every one found, or
+`file: error: message` for a fault of a whole file (missing, a directory, unreadable, binary,
+past the 256 KiB a source may have). Exit status (`EXIT_*`):
+  0  compiled
+  1  the program has errors, its files and their includes too (as p4c, which exits 1)
+  2  bad usage (arguments, as argparse), or OUTDIR cannot be written
+  3  this machine cannot build the native pipeline or the C data plane (the reason on stderr)
+  4  a defect in p4switch (the traceback on stderr)
 """
 
 from __future__ import annotations
@@ -17,6 +23,11 @@ import argparse
 import sys
 import traceback
 from pathlib import Path
+
+EXIT_PROGRAM_ERRORS = 1
+EXIT_USAGE = 2
+EXIT_MACHINE = 3
+EXIT_DEFECT = 4
 
 from p4switch.p4info import build_p4info, p4info_text
 from p4switch.p4info.ids import P4InfoIdError
@@ -60,9 +71,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     if args.outdir is None and not (args.native or args.c_data_plane):
         parser.error("give -o OUTDIR, --native, --c, or several")
-    if not args.program.is_file():
-        print(f"p4switch-compile: {args.program}: no such file", file=sys.stderr)
-        return 2
 
     from p4switch.compiler import P4CompileError, compile_program
 
@@ -71,14 +79,15 @@ def main(argv: list[str] | None = None) -> int:
         text = p4info_text(build_p4info(program.model))
     except P4CompileError as exc:
         print(str(exc), file=sys.stderr)
-        return 1
+        return EXIT_PROGRAM_ERRORS
     except P4InfoIdError as exc:  # a bad @id
-        print(f"{args.program}: {exc}", file=sys.stderr)
-        return 1
+        print(f"{args.program}: error: {exc}", file=sys.stderr)
+        return EXIT_PROGRAM_ERRORS
     except Exception:
         traceback.print_exc()
-        print("p4switch-compile: internal error (a defect in p4switch)", file=sys.stderr)
-        return 3
+        print(f"p4switch-compile: {args.program}: a defect in p4switch (the traceback above)",
+              file=sys.stderr)
+        return EXIT_DEFECT
     if args.native:
         from p4switch.native import NativeUnavailable, native_module
 
@@ -87,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         except NativeUnavailable as exc:
             print(f"p4switch-compile: {args.program}: no native pipeline: {exc}",
                   file=sys.stderr)
-            return 4
+            return EXIT_MACHINE
     if args.c_data_plane:
         from p4switch.cdp.gen.program import CUnsupported
         from p4switch.cdp.switch import build_for
@@ -97,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             build_for(program)
         except (CUnsupported, NativeUnavailable) as exc:
             print(f"p4switch-compile: {args.program}: no C data plane: {exc}", file=sys.stderr)
-            return 4
+            return EXIT_MACHINE
     if args.outdir is None:
         return 0
     try:
@@ -105,8 +114,9 @@ def main(argv: list[str] | None = None) -> int:
         (args.outdir / f"{program.name}.p4info.txtpb").write_text(text)
         (args.outdir / f"{program.name}.p4switch.json").write_bytes(program.device_config())
     except OSError as exc:
-        print(f"p4switch-compile: cannot write to {args.outdir}: {exc.strerror}", file=sys.stderr)
-        return 2
+        print(f"p4switch-compile: cannot write to {exc.filename or args.outdir}: {exc.strerror}",
+              file=sys.stderr)
+        return EXIT_USAGE
     return 0
 
 

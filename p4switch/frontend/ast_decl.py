@@ -193,6 +193,7 @@ class ControlDecl(Decl):
 @dataclass(eq=False)
 class Program(Node):
     decls: list[Node]
+    main_file: str = "<program>"  # the program's own file, for errors about it as a whole
 
 
 __all__ = [

@@ -46,7 +46,8 @@ class Builder(CodeBuilder):
 
     # -- basics
     def start(self, meta, ch):
-        return D.Program(self._pos(meta), [c for c in ch if isinstance(c, A.Node)])
+        return D.Program(self._pos(meta), [c for c in ch if isinstance(c, A.Node)],
+                         self.pre.main_file)
 
     def annotations(self, meta, ch):
         return [parse_annotation(t) for t in ch]

@@ -151,7 +151,7 @@ class Checker(ExprChecker, CallChecker, StmtChecker):
                 continue
             handler(d)
         if "main" not in self.scope.names:
-            self.err(Pos("<program>", 1, 1), "the program has no 'main' package instance")
+            self.err(Pos(prog.main_file, 0, 0), "the program has no 'main' package instance")
         return self.info
 
     def declare(self, scope: Scope, name: str, sym, pos: Pos) -> None:

@@ -1,4 +1,5 @@
-"""Compiler diagnostics: `file:line:col: message`, collected so every error is reported at once."""
+"""Compiler diagnostics as p4c prints them, `file:line:col: error: message` (`file: error:
+message` when the fault is the whole file), collected so every error is reported at once."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ class Diagnostic:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.col}: {self.message}"
+        where = self.file if self.line == 0 else f"{self.file}:{self.line}:{self.col}"
+        return f"{where}: error: {self.message}"
 
 
 class P4CompileError(Exception):

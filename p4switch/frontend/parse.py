@@ -13,7 +13,9 @@ from . import ast_decl as D
 from .build import Builder
 from .diagnostics import Reporter
 from .lexer import AngleSplitter, TypeNames
+from .nesting import position, too_deep
 from .preprocess import Preprocessed
+from .source import MAX_SOURCE_BYTES
 
 GRAMMAR = Path(__file__).with_name("p4.lark")
 
@@ -27,7 +29,16 @@ def _parser() -> Lark:
 
 
 def parse(pre: Preprocessed, reporter: Reporter) -> D.Program | None:
-    """Parse preprocessed text; syntax errors go to `reporter` (and None is returned)."""
+    """Parse preprocessed text; syntax errors go to `reporter` (and None is returned), as do
+    a text past `MAX_SOURCE_BYTES` (a device config's) and nesting past the limits of
+    `nesting` (checked before anything recurses into the tree)."""
+    if len(pre.text) > MAX_SOURCE_BYTES:
+        reporter.error(pre.pos(0, 0), f"the program is larger than {MAX_SOURCE_BYTES // 1024} "
+                                      "KiB after preprocessing")
+        return None
+    if not pre.text.strip():
+        reporter.error(pre.pos(0, 0), "empty program: nothing but white space and comments")
+        return None
     names = TypeNames(pre.text)
     parser = _parser()
     with _LOCK:
@@ -40,6 +51,11 @@ def parse(pre: Preprocessed, reporter: Reporter) -> D.Program | None:
             return None
         finally:
             _install_callbacks(lexer, {})
+    deep = too_deep(tree)
+    if deep is not None:
+        node, message = deep
+        reporter.error(pre.pos(*position(node)), message)
+        return None
     return Builder(pre, reporter).transform(tree)
 
 

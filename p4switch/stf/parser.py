@@ -1,7 +1,8 @@
 """Parser for p4c's STF test files, BMv2 dialect.
 
 One statement per line; `#` starts a comment; keywords are case-insensitive. Every syntax error
-of the file is collected and reported at once as `file:line:col: message`.
+of the file is collected and reported at once as `file:line:col: error: message`. A file that
+cannot be read, is not text or is past `MAX_STF_BYTES` is one `file: error: message`.
 """
 
 from __future__ import annotations
@@ -9,7 +10,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from p4switch.frontend.source import SourceError, read_source
 from p4switch.stf import syntax as s
+
+MAX_STF_BYTES = 8 << 20
 
 _TOKEN = re.compile(
     r"""
@@ -26,7 +30,8 @@ _COUNT_OPS = ("==", "!=", "<=", "<", ">=", ">")
 
 
 class StfSyntaxError(ValueError):
-    """All the syntax errors of one file; str() is one `file:line:col: message` per line."""
+    """The syntax errors of one file (or why it cannot be read); str() is one
+    `file:line:col: error: message` per line."""
 
     def __init__(self, errors: list[str]) -> None:
         super().__init__("\n".join(errors))
@@ -127,8 +132,13 @@ class _Tokens:
 
 
 def parse_stf_file(path: str | Path) -> list[s.Statement]:
-    path = Path(path)
-    return parse_stf(path.read_text(), str(path))
+    """The statements of the file; StfSyntaxError also when it cannot be read or is not text."""
+    try:
+        text = read_source(path, MAX_STF_BYTES)
+    except SourceError as exc:
+        where = exc.file if exc.line == 0 else f"{exc.file}:{exc.line}:{exc.col}"
+        raise StfSyntaxError([f"{where}: error: {exc.message}"]) from None
+    return parse_stf(text, str(path))
 
 
 def parse_stf(text: str, filename: str = "<stf>") -> list[s.Statement]:
@@ -143,7 +153,7 @@ def parse_stf(text: str, filename: str = "<stf>") -> list[s.Statement]:
         col = len(line) - len(stripped) + 1
         keyword = re.match(r"[A-Za-z_]+", stripped)
         if keyword is None:
-            errors.append(f"{filename}:{lineno}:{col}: expected a statement keyword")
+            errors.append(f"{filename}:{lineno}:{col}: error: expected a statement keyword")
             continue
         word = keyword.group().lower()
         rest = stripped[keyword.end() :]
@@ -151,7 +161,7 @@ def parse_stf(text: str, filename: str = "<stf>") -> list[s.Statement]:
         try:
             stmt = _statement(word, rest, rest_col, col)
         except _Error as exc:
-            errors.append(f"{filename}:{lineno}:{exc.col}: {exc.message}")
+            errors.append(f"{filename}:{lineno}:{exc.col}: error: {exc.message}")
             continue
         stmt.line = lineno
         statements.append(stmt)

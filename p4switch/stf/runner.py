@@ -70,15 +70,11 @@ def run_stf_files(
     try:
         statements = parse_stf_file(stf_path)
     except StfSyntaxError as exc:
-        return StfResult(Outcome.INVALID, [f"STF syntax: {e}" for e in exc.errors])
-    except OSError as exc:
-        return StfResult(Outcome.INVALID, [f"cannot read {stf_path}: {exc.strerror}"])
+        return StfResult(Outcome.INVALID, exc.errors)
     try:
         program = compile_program(program_path, include_dirs, dict(defines or {}))
     except P4CompileError as exc:
         return compile_failure(exc)
-    except OSError as exc:
-        return StfResult(Outcome.INVALID, [f"cannot read {program_path}: {exc.strerror}"])
     return run_statements(program, statements, log)
 
 

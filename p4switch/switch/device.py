@@ -39,18 +39,23 @@ class ProgramLoadError(Exception):
 
 
 def load_program(path: str | Path) -> Any:
-    """A CompiledProgram from a `.p4` source or a `p4switch-compile` device config file."""
-    from p4switch.compiler import CompiledProgram, P4CompileError, compile_program
+    """A CompiledProgram from a `.p4` source or a `p4switch-compile` device config file;
+    ProgramLoadError (`file:line:col: error: message` lines) when it cannot be loaded."""
+    from p4switch.compiler import (MAX_DEVICE_CONFIG_BYTES, CompiledProgram, P4CompileError,
+                                   compile_program)
+    from p4switch.frontend.source import SourceError, read_source
 
     path = Path(path)
     try:
         if path.suffix == ".p4":
             return compile_program(path)
-        return CompiledProgram.from_device_config(path.read_bytes())
+        config = read_source(path, MAX_DEVICE_CONFIG_BYTES).encode()
+        return CompiledProgram.from_device_config(config, origin=str(path))
+    except SourceError as exc:
+        raise ProgramLoadError(f"{exc.file}: error: {exc.message}" if exc.line == 0 else
+                               f"{exc.file}:{exc.line}:{exc.col}: error: {exc.message}") from exc
     except P4CompileError as exc:
         raise ProgramLoadError(str(exc)) from exc
-    except (OSError, ValueError) as exc:
-        raise ProgramLoadError(f"{path}: cannot load device config: {exc}") from exc
 
 
 def refreeze_heap() -> None:

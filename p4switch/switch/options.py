@@ -177,7 +177,9 @@ def parse_args(argv: list[str]) -> SwitchOptions:
     elif not main_ns.no_p4 and not main_ns.program:
         errors.append("no program given: pass a .p4 / .p4switch.json file or --no-p4")
     elif main_ns.program and not os.path.isfile(main_ns.program):
-        errors.append(f"program file {main_ns.program!r} does not exist")
+        fault = ("is a directory" if os.path.isdir(main_ns.program) else
+                 "is not a regular file" if os.path.exists(main_ns.program) else "does not exist")
+        errors.append(f"program file {main_ns.program!r} {fault}")
     opts.program = main_ns.program
 
     if main_ns.pcap is not None:

@@ -41,7 +41,7 @@ def errors(text: str, filename: str = "prog.p4", **kw) -> list[str]:
 def test_syntax_error_position():
     # line 15 of the program, column 15 is the ';'
     assert errors(program("    apply {\n        m.x = ;\n    }")) == [
-        "prog.p4:15:15: syntax error: unexpected ';'"]
+        "prog.p4:15:15: error: syntax error: unexpected ';'"]
 
 
 def test_type_errors_are_all_reported():
@@ -53,11 +53,11 @@ def test_type_errors_are_all_reported():
         if (hdr.h.a) { }
     }"""
     assert errors(program(body)) == [
-        "prog.p4:15:15: assignment: cannot convert bit<16> to bit<8>",
-        "prog.p4:16:9: m_t has no field 'y'",
-        "prog.p4:17:19: undeclared identifier 'undefined_thing'",
-        "prog.p4:18:19: assignment: cannot convert bit<24> to bit<16>",
-        "prog.p4:19:13: if condition must be bool, not bit<8>",
+        "prog.p4:15:15: error: assignment: cannot convert bit<16> to bit<8>",
+        "prog.p4:16:9: error: m_t has no field 'y'",
+        "prog.p4:17:19: error: undeclared identifier 'undefined_thing'",
+        "prog.p4:18:19: error: assignment: cannot convert bit<24> to bit<16>",
+        "prog.p4:19:13: error: if condition must be bool, not bit<8>",
     ]
 
 
@@ -74,12 +74,12 @@ def test_calls_and_tables_are_checked():
         hdr.h.frobnicate();
     }"""
     assert errors(program(body)) == [
-        "prog.p4:16:17: unknown match kind fuzzy",
-        "prog.p4:17:26: 'nothing' is not an action",
-        "prog.p4:18:26: default action set: expects 1 argument(s), got 2",
-        "prog.p4:21:9: action set: missing argument for parameter 'v'",
-        "prog.p4:22:9: mark_to_drop: no overload takes 2 argument(s)",
-        "prog.p4:23:9: h_t has no field 'frobnicate'",
+        "prog.p4:16:17: error: unknown match kind fuzzy",
+        "prog.p4:17:26: error: 'nothing' is not an action",
+        "prog.p4:18:26: error: default action set: expects 1 argument(s), got 2",
+        "prog.p4:21:9: error: action set: missing argument for parameter 'v'",
+        "prog.p4:22:9: error: mark_to_drop: no overload takes 2 argument(s)",
+        "prog.p4:23:9: error: h_t has no field 'frobnicate'",
     ]
 
 
@@ -91,8 +91,8 @@ def test_assignment_to_in_parameter_and_constant():
         a(m.x);
     }"""
     assert errors(program(body, extra)) == [
-        "prog.p4:15:29: assignment: expression is not assignable",
-        "prog.p4:17:9: assignment: expression is not assignable",
+        "prog.p4:15:29: error: assignment: expression is not assignable",
+        "prog.p4:17:9: error: assignment: expression is not assignable",
     ]
 
 
@@ -100,8 +100,8 @@ def test_unsupported_constructs_are_named():
     extra = ('@p4runtime_translation("p4.org/port", 32) type bit<9> port_t;\n'
              "header vb_t { varbit<32> a; varbit<32> b; }\n")
     assert errors(program("    apply { }", extra)) == [
-        "prog.p4:13:1: unsupported: @p4runtime_translation",
-        "prog.p4:14:1: unsupported: more than one varbit field in header vb_t",
+        "prog.p4:13:1: error: unsupported: @p4runtime_translation",
+        "prog.p4:14:1: error: unsupported: more than one varbit field in header vb_t",
     ]
 
 
@@ -109,7 +109,7 @@ def test_unsupported_code_generation_is_reported_with_position():
     body = """    apply {
         mark_to_drop();
     }"""
-    assert errors(program(body)) == ["prog.p4:15:9: unsupported: mark_to_drop() without argument"]
+    assert errors(program(body)) == ["prog.p4:15:9: error: unsupported: mark_to_drop() without argument"]
 
 
 def test_a_table_with_two_lpm_keys_is_refused_as_p4c_bm2_ss_refuses_it():
@@ -117,7 +117,7 @@ def test_a_table_with_two_lpm_keys_is_refused_as_p4c_bm2_ss_refuses_it():
     table t { key = { hdr.h.a: lpm; hdr.h.b: lpm; } actions = { set; } }
     apply { t.apply(); }"""
     assert errors(program(body)) == [
-        "prog.p4:15:5: unsupported: multiple LPM keys in table t (BMv2 matches at most one field "
+        "prog.p4:15:5: error: unsupported: multiple LPM keys in table t (BMv2 matches at most one field "
         "by prefix)"]
 
 
@@ -136,9 +136,9 @@ def test_positions_inside_included_files(tmp_path):
 
 
 def test_preprocessor_errors():
-    assert errors('#include "missing.p4"\n') == ["prog.p4:1:1: #include file not found: missing.p4"]
+    assert errors('#include "missing.p4"\n') == ["prog.p4:1:1: error: #include file not found: missing.p4"]
     assert errors("#ifdef NOPE\n#else\n#error not configured\n#endif\n") == [
-        "prog.p4:3:1: #error not configured"]
+        "prog.p4:3:1: error: #error not configured"]
 
 
 def test_defines_and_conditionals_select_code():
@@ -174,18 +174,18 @@ def test_a_keyset_constant_that_does_not_fit_the_key_is_an_error():
         (0x10 &&& 0x1F0, 65536): accept;
 """
     assert errors(select_program(cases)) == [
-        "prog.p4:8:17: keyset: value 300 does not fit in bit<8>",
-        "prog.p4:9:10: keyset: value 256 does not fit in bit<8>",
-        "prog.p4:10:19: keyset: value 496 does not fit in bit<8>",
-        "prog.p4:10:26: keyset: value 65536 does not fit in bit<16>",
+        "prog.p4:8:17: error: keyset: value 300 does not fit in bit<8>",
+        "prog.p4:9:10: error: keyset: value 256 does not fit in bit<8>",
+        "prog.p4:10:19: error: keyset: value 496 does not fit in bit<8>",
+        "prog.p4:10:26: error: keyset: value 65536 does not fit in bit<16>",
     ]
     assert errors(select_program("        (-129 .. 127, 0): accept;\n", "int<8>")) == [
-        "prog.p4:8:10: keyset: value -129 does not fit in int<8>"]
+        "prog.p4:8:10: error: keyset: value -129 does not fit in int<8>"]
     # the keys of a table's const entries are keysets too
     body = """    table t { key = { hdr.h.a: exact; } actions = { NoAction; }
               const entries = { 0x1FF : NoAction(); } }
     apply { t.apply(); }"""
-    assert errors(program(body)) == ["prog.p4:15:33: keyset: value 511 does not fit in bit<8>"]
+    assert errors(program(body)) == ["prog.p4:15:33: error: keyset: value 511 does not fit in bit<8>"]
 
 
 def test_keyset_constants_that_fit_the_key_compile():

@@ -113,7 +113,7 @@ def test_all_errors_reported_with_positions() -> None:
         parse_stf(text, "t.stf")
     errors = info.value.errors
     assert [e.split(":")[1] for e in errors] == [str(n) for n in range(1, 10)]
-    assert errors[0] == "t.stf:1:11: invalid packet data 'g'"
+    assert errors[0] == "t.stf:1:11: error: invalid packet data 'g'"
     assert "unknown statement 'frobnicate'" in errors[1]
     assert "expected ',' or ')', found end of line" in errors[2]
     assert "'$' must be the last" in errors[3]

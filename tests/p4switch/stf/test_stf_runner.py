@@ -109,8 +109,8 @@ def test_compile_and_syntax_failures(tmp_path: Path) -> None:
     stf.write_text("packet 1 0\nexpect x\n")
     result = run_stf_files(FWD, stf)
     assert result.outcome is Outcome.INVALID
-    assert result.messages == [f"STF syntax: {stf}:1:10: packet: odd number of hex digits (1)",
-                               f"STF syntax: {stf}:2:7: expect: expected a port number"]
+    assert result.messages == [f"{stf}:1:10: error: packet: odd number of hex digits (1)",
+                               f"{stf}:2:7: error: expect: expected a port number"]
 
 
 def test_p4switch_stf_exit_codes() -> None:
@@ -125,9 +125,10 @@ def test_p4switch_stf_exit_codes() -> None:
     unsupported = command("p4switch.cli.stf", str(PROGRAMS / "stf_user_extern.p4"),
                           str(PROGRAMS / "stf_fwd_invalid.stf"))
     assert (unsupported.returncode, unsupported.stdout) == (2, "UNSUPPORTED\n")
-    assert "stf_user_extern.p4:16:13: unsupported: extern frobnicate" in unsupported.stderr
+    assert "stf_user_extern.p4:16:13: error: unsupported: extern frobnicate" \
+        in unsupported.stderr
     missing = command("p4switch.cli.stf", str(FWD), "/nonexistent.stf")
-    assert missing.returncode == 2 and "/nonexistent.stf: no such file" in missing.stderr
+    assert missing.returncode == 2 and "/nonexistent.stf: error: no such file" in missing.stderr
 
 
 def test_p4switch_compile_writes_p4info_and_device_config(tmp_path: Path) -> None:
