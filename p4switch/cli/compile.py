@@ -24,13 +24,13 @@ import sys
 import traceback
 from pathlib import Path
 
+from p4switch.p4info import build_p4info, p4info_text
+from p4switch.p4info.ids import P4InfoIdError
+
 EXIT_PROGRAM_ERRORS = 1
 EXIT_USAGE = 2
 EXIT_MACHINE = 3
 EXIT_DEFECT = 4
-
-from p4switch.p4info import build_p4info, p4info_text
-from p4switch.p4info.ids import P4InfoIdError
 
 
 def build_parser() -> argparse.ArgumentParser:

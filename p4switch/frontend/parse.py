@@ -32,7 +32,7 @@ def parse(pre: Preprocessed, reporter: Reporter) -> D.Program | None:
     """Parse preprocessed text; syntax errors go to `reporter` (and None is returned), as do
     a text past `MAX_SOURCE_BYTES` (a device config's) and nesting past the limits of
     `nesting` (checked before anything recurses into the tree)."""
-    if len(pre.text) > MAX_SOURCE_BYTES:
+    if len(pre.text) - pre.text.count("\n") > MAX_SOURCE_BYTES:
         reporter.error(pre.pos(0, 0), f"the program is larger than {MAX_SOURCE_BYTES // 1024} "
                                       "KiB after preprocessing")
         return None

@@ -113,7 +113,7 @@ class Preprocessor:
         self.line_map: list[tuple[str, int]] = []
         self.sources: dict[str, str] = {}
         self._depth = 0
-        self._size = 0  # bytes of output so far
+        self._size = 0  # characters of output so far, newlines not counted
 
     def run(self, text: str, filename: str, directory: Path | None) -> Preprocessed:
         try:
@@ -136,9 +136,9 @@ class Preprocessor:
         self._depth += 1
         stripped, unterminated = strip_comments(text)
         if unterminated is not None:
-            line = text.count("\n", 0, unterminated) + 1
+            comment_line = text.count("\n", 0, unterminated) + 1
             col = unterminated - text.rfind("\n", 0, unterminated)
-            self.reporter.error(Pos(filename, line, col), "unterminated comment")
+            self.reporter.error(Pos(filename, comment_line, col), "unterminated comment")
         lines = stripped.split("\n")
         stack: list[list[bool]] = []  # [active, seen_true_branch, parent_active]
         i = 0
@@ -168,7 +168,7 @@ class Preprocessor:
         self._depth -= 1
 
     def _emit(self, text: str, filename: str, lineno: int) -> None:
-        self._size += len(text) + 1
+        self._size += len(text)
         if self._size > MAX_SOURCE_BYTES:
             raise _Stop(Pos(filename, lineno, 1), self._too_large())
         self.out_lines.append(text)
@@ -273,8 +273,8 @@ class Preprocessor:
                       lambda m: "1" if (m.group(1) or m.group(2)) in self.macros else "0", expr)
         expr = self._expand_line(expr, pos)
         try:
-            return bool(pp_expr.value(_python_spelling(expr)))
-        except (ValueError, SyntaxError, ArithmeticError, RecursionError, MemoryError):
+            return bool(pp_expr.value(expr))
+        except (ValueError, ArithmeticError, RecursionError):
             self.reporter.error(pos, f"cannot evaluate #if expression: {expr.strip()[:80]}")
             return False
 
@@ -340,26 +340,6 @@ def _collect_args(toks: list[str], j: int) -> tuple[list[str], int]:
             continue
         cur.append(t)
     return [a.strip() for a in args if a.strip() or len(args) > 1], j
-
-
-def _python_spelling(expr: str) -> str:
-    """A C preprocessor expression in Python's spelling: identifiers left are 0, `&&` `and`."""
-    py: list[str] = []
-    for tok in _TOKEN.findall(expr):
-        if tok.isspace():
-            continue
-        if _IDENT.fullmatch(tok):
-            py.append("0")
-        elif tok[0].isdigit():
-            digits = tok.rstrip("uUlL")
-            py.append(str(int(digits, 0) if digits[:2].lower() in ("0x", "0b") else int(digits)))
-        else:
-            py.append(tok)
-    text = " ".join(py)
-    text = (text.replace("& &", " and ").replace("| |", " or ").replace("! =", "!=")
-            .replace("= =", "==").replace("< =", "<=").replace("> =", ">=")
-            .replace("< <", "<<").replace("> >", ">>"))
-    return re.sub(r"!(?!=)", " not ", text)
 
 
 def _first_ident(arg: str) -> str:

@@ -41,8 +41,7 @@ class ProgramLoadError(Exception):
 def load_program(path: str | Path) -> Any:
     """A CompiledProgram from a `.p4` source or a `p4switch-compile` device config file;
     ProgramLoadError (`file:line:col: error: message` lines) when it cannot be loaded."""
-    from p4switch.compiler import (MAX_DEVICE_CONFIG_BYTES, CompiledProgram, P4CompileError,
-                                   compile_program)
+    from p4switch.compiler import MAX_DEVICE_CONFIG_BYTES, CompiledProgram, P4CompileError, compile_program
     from p4switch.frontend.source import SourceError, read_source
 
     path = Path(path)
