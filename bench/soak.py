@@ -64,7 +64,8 @@ def usage(pid: int) -> dict[str, float]:
 
 
 class WebClient(threading.Thread):
-    """Reads the view's server-sent events until stopped; reconnects if the stream ends."""
+    """Reads the view's server-sent events (`url`: the stream's, with the token) until stopped;
+    reconnects if the stream ends."""
 
     def __init__(self, url: str):
         super().__init__(daemon=True)
@@ -74,7 +75,7 @@ class WebClient(threading.Thread):
     def run(self) -> None:
         while not self.stopping.is_set():
             try:
-                with urllib.request.urlopen(self.url + "api/stream", timeout=10) as stream:
+                with urllib.request.urlopen(self.url, timeout=10) as stream:
                     for line in stream:
                         if line.startswith(b"data: "):
                             self.messages += 1
@@ -179,7 +180,7 @@ def main() -> int:
         lb = LbServer(ctl)
         with up_view(spec, ctl, rc, prober, port=free_port(), lb=lb.handle,
                      out=sys.stderr) as server:
-            clients = [WebClient(server.url) for _ in range(args.clients)]
+            clients = [WebClient(server.url_for("api/stream")) for _ in range(args.clients)]
             for client in clients:
                 client.start()
             flows = start_flows(session, spec, args.flows)

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import targets
+from fabric_lab.web_options import add_web_args
 
 STAGES = ("uplink", "downlink", "silent", "tor", "none")
 
@@ -47,10 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--pps", type=float, default=None, metavar="N",
                         help="packets per second per flow (default: 1600 of 4096 bytes, 52 Mb/s, "
                              "on p4switch; 150 of 256 bytes on BMv2; 8 flows)")
-    parser.add_argument("--web", action="store_true",
-                        help="also show it in the browser: serves a page on 127.0.0.1")
-    parser.add_argument("--web-port", type=int, default=8700, metavar="PORT",
-                        help="port of the web view (default 8700; 0 picks a free one)")
+    add_web_args(parser, "also show it in the browser: serves a page (--web-port, --web-host); "
+                         "open the URL it prints, with its token")
     parser.add_argument("--out", type=Path, help="result directory (new or empty; default "
                                                  "results/demo/<timestamp>)")
     parser.set_defaults(func=run)
@@ -74,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     if args.web:
         from fabric_lab.web import demo_attach
 
-        attach = demo_attach(args.web_port, args.target)
+        attach = demo_attach(args.web_port, args.target, args.web_host)
     try:
         run_demo(kinds=kinds, fabric=args.fabric, target=args.target, before_s=args.before,
                  hold_s=args.hold, after_s=args.after, pps=args.pps, out=args.out,

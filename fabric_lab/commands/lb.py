@@ -39,6 +39,7 @@ from controller.p4rt import P4RuntimeError
 from controller.pipeline import PipelineError, build_pipeline
 from fabric_lab.commands.controller import load_fabric
 from topos import FabricSpec, validate
+from topos.filenames import file_part
 from topos.mininet.runstate import run_dir
 
 SOCKET_SUFFIX = ".lb.sock"
@@ -118,7 +119,7 @@ class LbServer:
         self.ctl = ctl
         self.lock = lock or threading.Lock()
         directory = directory or run_dir()
-        self.path = directory / f"{ctl.spec.name}-{os.getpid()}{SOCKET_SUFFIX}"
+        self.path = directory / f"{file_part(ctl.spec.name)}-{os.getpid()}{SOCKET_SUFFIX}"
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()

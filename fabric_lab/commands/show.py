@@ -10,6 +10,7 @@ from fabric_lab.commands.up import add_cluster_args
 from topos import FABRICS, FabricSpec, build_fabric, fabric_parameters
 from topos.analysis import path_classes, tier_summary
 from topos.builders import parse_scale
+from topos.filenames import file_part
 from topos.placement import parse_servers, place
 
 
@@ -81,10 +82,10 @@ def run(args: argparse.Namespace) -> int:
     if placement is not None:
         print("\n" + placement.describe(spec))
     args.out.mkdir(parents=True, exist_ok=True)
-    png = draw(spec, args.out / f"{spec.name}.png")
+    png = draw(spec, args.out / f"{file_part(spec.name)}.png")
     print(f"\nwrote {png}")
     if args.json:
-        path = args.out / f"{spec.name}.json"
+        path = args.out / f"{file_part(spec.name)}.json"
         path.write_text(spec.to_json() + "\n")
         print(f"wrote {path}")
     return 0

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from fabric_lab.commands.controller import load_fabric
+from fabric_lab.web_options import add_web_args
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -48,11 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="also write iterations.csv, collectives.csv, ranks.csv, "
                              "summary.json into DIR (new or empty)")
     parser.add_argument("--log-dir", type=Path, metavar="DIR", help="switch logs into DIR")
-    parser.add_argument("--web", action="store_true",
-                        help="serve the web view on 127.0.0.1 with the job's panel: iteration, "
-                             "the collective in flight, per-rank progress (--web-port)")
-    parser.add_argument("--web-port", type=int, default=8700, metavar="PORT",
-                        help="port of the web view (default 8700; 0 picks a free one)")
+    add_web_args(parser, "serve the web view with the job's panel: iteration, the collective in "
+                         "flight, per-rank progress (--web-port, --web-host)")
     parser.set_defaults(func=run)
 
 
@@ -75,8 +73,6 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"--iterations must be >= 1, got {args.iterations}")
     if args.time_scale <= 0:
         return fail(f"--time-scale must be > 0, got {args.time_scale}")
-    if not 0 <= args.web_port <= 65535:
-        return fail(f"--web-port must be within 0..65535, got {args.web_port}")
     if args.out is not None and args.out.exists() and any(args.out.iterdir()):
         return fail(f"{args.out} exists and is not empty; results are never overwritten")
     try:
@@ -99,12 +95,10 @@ def run(args: argparse.Namespace) -> int:
             from fabric_lab.web import JobView, train_view
 
             view = JobView()
-            try:
-                web.enter_context(train_view(spec, fabric.session.connected(), view,
-                                             target=target, port=args.web_port,
-                                             out=sys.stderr if quiet else sys.stdout))
-            except RuntimeError as err:  # the port is taken
-                return fail(str(err))
+            # a taken port: WebViewError, a MachineError (status 3)
+            web.enter_context(train_view(spec, fabric.session.connected(), view, target=target,
+                                         port=args.web_port, host=args.web_host,
+                                         out=sys.stderr if quiet else sys.stdout))
         result = fabric.train(job, order=args.order, options=options, progress=say,
                               on_event=view)
     write(result, args)

@@ -38,6 +38,7 @@ from controller.p4rt import P4RuntimeError
 from controller.pipeline import PipelineError
 from controller.queues import RuntimeCliError
 from fabric_lab.commands.controller import add_program_args, apply_queue_args, load_fabric
+from fabric_lab.web_options import add_web_args
 
 LOG_LEVELS = ("trace", "debug", "info", "warn", "error", "off")  # p4switch's and BMv2's -L
 
@@ -94,10 +95,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--log-level", choices=LOG_LEVELS, metavar="LEVEL",
                         help="switch log level (" + ", ".join(LOG_LEVELS) + "): trace logs "
                              "every packet and table hit; both p4switch and BMv2")
-    parser.add_argument("--web", action="store_true",
-                        help="with the CLI: also serve the web view on 127.0.0.1 (--web-port)")
-    parser.add_argument("--web-port", type=int, default=8700, metavar="PORT",
-                        help="port of the web view (default 8700; 0 picks a free one)")
+    add_web_args(parser, "with the CLI: also serve the web view (--web-port, --web-host); "
+                         "open the URL it prints, with its token")
     add_cluster_args(parser)
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--pingall", action="store_true",
@@ -238,4 +237,4 @@ def _web_view(args: argparse.Namespace, spec, ctl: FabricController, rc, prober,
         return contextlib.nullcontext()
     from fabric_lab.web import up_view
 
-    return up_view(spec, ctl, rc, prober, lb=lb, port=args.web_port)
+    return up_view(spec, ctl, rc, prober, lb=lb, port=args.web_port, host=args.web_host)

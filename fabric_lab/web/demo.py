@@ -41,7 +41,7 @@ def flow_series(run, nominal_mbps: float, now: float | None = None) -> dict:
             "lost": {f.name: [lossy(f.name, e) for e in ends] for f in run.flows}}
 
 
-def attach(port: int, target: str):
+def attach(port: int, target: str, host: str):
     """`run_demo(attach=...)`: the web view while the demo runs."""
 
     @contextlib.contextmanager
@@ -53,10 +53,11 @@ def attach(port: int, target: str):
                           flows=lambda: (flow_series(state.run, state.nominal_mbps)
                                          if state.run else None))
         hosts = {nic.name: lab.session.host(nic.name) for nic in lab.spec.host_nics()}
-        server = serve(lab.spec, lab.ctl, target=target, sources=sources, port=port,
+        server = serve(lab.spec, lab.ctl, target=target, sources=sources, port=port, host=host,
                        inband=IntPanel(lab.spec, target, lambda: hosts))
-        state.notes.append(f"web view: {server.url} (this machine only)")
-        print(state.notes[-1], flush=True)
+        lines = server.announcement().splitlines()
+        state.notes.extend(lines)
+        print("\n".join(lines), flush=True)
         try:
             yield server
         finally:

@@ -60,7 +60,7 @@ def _web(session: FabricSession) -> WebServer:
 
 
 def _state(server: WebServer) -> dict:
-    with urllib.request.urlopen(server.url + "api/state", timeout=10) as response:
+    with urllib.request.urlopen(server.url_for("api/state"), timeout=10) as response:
         return json.loads(response.read())
 
 
@@ -88,9 +88,8 @@ def _page(server: WebServer, hops: int) -> dict | None:
 def _post(server: WebServer, body: dict) -> str:
     """A button of the page: the request as the page sends it (origin, token, JSON)."""
     request = urllib.request.Request(
-        server.url + "api/action", data=json.dumps(body).encode(), method="POST",
-        headers={"Origin": server.url.rstrip("/"), "X-Fabric-Lab-Token": server.token,
-                 "Content-Type": "application/json"})
+        server.url_for("api/action"), data=json.dumps(body).encode(), method="POST",
+        headers={"Origin": server.base_url.rstrip("/"), "Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=60) as response:
         answer = json.loads(response.read())
     assert answer["ok"], answer

@@ -1,11 +1,11 @@
 """Hostile and careless inputs to the lab's commands, and what a good answer to each looks like.
 
-A `Case` is one command line run in a fresh directory holding the files it names. A good answer
-(`Answer.clean`) is a non-zero exit status below 128 (no signal), no Python traceback, an error
-of a few lines on stderr that contains `must_say` (the path or the field at fault), within the
-case's time limit. The cases live in `tests/hostile/cases/`, one module per area, each with a
-`CASES` list; `tests/hostile/test_inputs.py` runs them as the regression suite and
-`bench/hostile_inputs.py` reports how many answer cleanly.
+A `Case` is one command line run in a fresh directory holding the files (and symbolic links)
+it names. A good answer (`Answer.clean`) is a non-zero exit status below 128 (no signal), no
+Python traceback, an error of a few lines on stderr that contains `must_say` (the path or the
+field at fault), within the case's time limit. The cases live in `tests/hostile/cases/`, one
+module per area, each with a `CASES` list; `tests/hostile/test_inputs.py` runs them as the
+regression suite and `bench/hostile_inputs.py` reports how many answer cleanly.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ class Case:
     must_say: str = ""                   # a substring the error must contain
     timeout_s: float = 60.0
     needs_root: bool = False
+    links: dict[str, str] = field(default_factory=dict)  # made after `files`: name -> target
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,10 @@ def run(case: Case) -> Answer:
                 path.write_bytes(content)
             else:
                 path.write_text(content)
+        for rel, target in case.links.items():
+            path = Path(tmp, rel)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.symlink_to(target.replace("{dir}", tmp))
         argv = [arg.replace("{dir}", tmp) for arg in case.argv]
         argv[0] = command(argv[0])
         env = dict(os.environ, PYTHONPATH=str(REPO))

@@ -46,7 +46,7 @@ def stream(server) -> Iterator[dict]:
     """The states the page gets from /api/stream, one per server-sent event."""
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
     try:
-        conn.request("GET", "/api/stream")
+        conn.request("GET", "/api/stream", headers={"Authorization": f"token {server.token}"})
         response = conn.getresponse()
         assert response.status == 200
         while True:
@@ -174,5 +174,8 @@ def test_train_refuses_a_web_port_out_of_range_before_anything_starts(tmp_path, 
     job = tmp_path / "job.yaml"
     job.write_text("name: j\nservers: 2\ngpus_per_server: 2\nparallelism: {data: 4}\n"
                    "compute_s: 1\ngradient_bytes: 1M\n")
-    assert main(["train", str(job), "--web", "--web-port", "70000"]) == 2
-    assert "--web-port must be within 0..65535, got 70000" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:  # argparse's usage error
+        main(["train", str(job), "--web", "--web-port", "70000"])
+    assert exited.value.code == 2
+    assert "--web-port: must be within 1..65535 (or 0: any free port), not 70000" in \
+        capsys.readouterr().err

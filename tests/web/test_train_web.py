@@ -33,10 +33,10 @@ iterations: 3
 """
 
 
-def job_state(port: int) -> dict | None:
+def job_state(port: int, token: str) -> dict | None:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
     try:
-        conn.request("GET", "/api/state")
+        conn.request("GET", "/api/state", headers={"Authorization": f"token {token}"})
         response = conn.getresponse()
         assert response.status == 200
         return json.loads(response.read())["job"]
@@ -53,6 +53,12 @@ def test_train_web_shows_the_running_job(tmp_path: Path, monkeypatch, capsys):
     job_file.write_text(JOB)
     port = loose_port()
     seen: list[tuple[object, dict]] = []  # (event, the job section the page got after it)
+    servers: list[web.WebServer] = []  # the view `train --web` started (for its token)
+    serve = web.serve
+
+    def serve_and_keep(*args, **kwargs) -> web.WebServer:
+        servers.append(serve(*args, **kwargs))
+        return servers[-1]
 
     class Watched(web.JobView):
         """The CLI's JobView; after each event, what the server serves once it shows it."""
@@ -68,19 +74,21 @@ def test_train_web_shows_the_running_job(tmp_path: Path, monkeypatch, capsys):
             if want is None:
                 return
             deadline = time.monotonic() + 5
-            job = job_state(port)
+            token = servers[0].token
+            job = job_state(port, token)
             while not (job and want(job)) and time.monotonic() < deadline:
                 time.sleep(0.05)  # the server reuses a snapshot for up to 0.2 s
-                job = job_state(port)
+                job = job_state(port, token)
             seen.append((event, job))
 
     monkeypatch.setattr(web, "JobView", Watched)
+    monkeypatch.setattr(web, "serve", serve_and_keep)
     code = main(["train", str(job_file), "--fabric", str(fabric), "--target", "p4switch",
                  "--iterations", "1", "--time-scale", "0.1", "-F", "json",
                  "--web", "--web-port", str(port)])
     out, err = capsys.readouterr()
     assert code == 0, err[-3000:]
-    assert f"web view: http://127.0.0.1:{port}/" in err
+    assert f"web view: http://127.0.0.1:{port}/?token={servers[0].token}" in err
     record = json.loads(out)
     nics = [r["nic"] for r in record["ranks_detail"]]
 

@@ -1,6 +1,6 @@
 """`fabric-lab up FABRIC --web` as a user runs it: the page is served while the Mininet CLI
 runs, a link failed at the CLI shows as down with the controller's reroute, and a command from
-the page (with its token) restores it."""
+the page (with the token of the URL it printed) restores it; without the token nothing is served."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -25,15 +26,15 @@ ISOLATION = FABRICS["web-up"]
 PREFIX = ISOLATION.prefix
 
 
-def _get(url: str, path: str) -> bytes:
-    with urllib.request.urlopen(url.rstrip("/") + path, timeout=5) as response:
+def _get(url: str, token: str, path: str) -> bytes:
+    with urllib.request.urlopen(f"{url.rstrip('/')}{path}?token={token}", timeout=5) as response:
         return response.read()
 
 
 def _post(url: str, token: str, body: dict) -> dict:
     request = urllib.request.Request(
         url.rstrip("/") + "/api/action", data=json.dumps(body).encode(), method="POST",
-        headers={"Origin": url.rstrip("/"), "X-Fabric-Lab-Token": token,
+        headers={"Origin": url.rstrip("/"), "Authorization": f"token {token}",
                  "Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read())
@@ -51,21 +52,24 @@ def test_up_serves_the_web_view_while_the_cli_runs(tmp_path):
                             stderr=subprocess.STDOUT)
     seen: list[str] = []
     try:
-        url = None
+        url = token = None
         for line in proc.stdout:
             seen.append(line)
-            found = re.search(r"web view: (http://127\.0\.0\.1:\d+/)", line)
+            found = re.search(r"web view: (http://127\.0\.0\.1:\d+/)\?token=(\S+)", line)
             if found:
-                url = found.group(1)
+                url, token = found.groups()
                 break
-        assert url, "".join(seen)
-        page = _get(url, "/").decode()
-        token = re.search(r'name="fabric-lab-token" content="([^"]+)"', page).group(1)
-        assert len(json.loads(_get(url, "/api/fabric"))["links"]) == len(spec.links)
+        assert url and token, "".join(seen)
+        with pytest.raises(urllib.error.HTTPError) as refused:  # no token, no page
+            urllib.request.urlopen(url, timeout=5)
+        assert refused.value.code == 401
+        page = _get(url, token, "/").decode()
+        assert token not in page and "fabric-lab-token" not in page
+        assert len(json.loads(_get(url, token, "/api/fabric"))["links"]) == len(spec.links)
         link = link_name(find_link(spec, f"{PREFIX}leaf0", f"{PREFIX}spine1"))
 
         def state() -> dict:
-            return json.loads(_get(url, "/api/state"))
+            return json.loads(_get(url, token, "/api/state"))
 
         def link_state() -> str:  # none before the view's first sample
             return state()["links"].get(link, {}).get("state", "")
@@ -100,4 +104,4 @@ def test_up_serves_the_web_view_while_the_cli_runs(tmp_path):
             proc.wait(60)
     assert proc.returncode == 0, "".join(seen)
     with pytest.raises(OSError):  # the view went with the fabric
-        _get(url, "/api/state")
+        _get(url, token, "/api/state")

@@ -31,6 +31,7 @@ from mininet.net import Mininet
 
 from targets import Target
 from targets.base import TargetError
+from topos.filenames import file_part
 from topos.mininet.forked import ForkServerClient
 from topos.mininet.leftovers import LeftoverError, clear_dead_runs, refuse_unrecorded
 from topos.mininet.nodes import FabricHost, P4Switch, SharedProcess
@@ -91,7 +92,7 @@ class FabricNetwork:
                  ready_timeout: float = 20.0, stop_timeout: float = 5.0):
         self.spec = spec
         self.target = target
-        self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix=f"fabric-lab-{spec.name}-"))
+        self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix=f"fabric-lab-{file_part(spec.name)}-"))
         self.pcap_dir = pcap_dir
         self.log_console = log_console
         self.run_dir = run_dir

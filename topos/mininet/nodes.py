@@ -21,6 +21,7 @@ from mininet.node import Host, Switch
 
 from targets import Target
 from topos.errors import FabricLabError
+from topos.filenames import file_part
 from topos.mininet.forked import ForkedProcess, ForkServerClient
 from topos.mininet.procs import accepts, signal_group, spawn, stop_child
 from topos.model import Nic
@@ -100,7 +101,7 @@ class SharedProcess:
                  on_start: Callable[[int], None] | None = None):
         self.name = name
         self.target = target
-        self.log_path = Path(log_dir) / f"{name}.log"
+        self.log_path = Path(log_dir) / f"{file_part(name)}.log"
         self.forkserver = forkserver
         self.on_start = on_start
         self.members: list[P4Switch] = []
@@ -156,7 +157,7 @@ class P4Switch(OwnedProcesses, Switch):
     @property
     def log_path(self) -> Path:
         return self.shared.log_path if self.shared is not None else \
-            self.log_dir / f"{self.name}.log"
+            self.log_dir / f"{file_part(self.name)}.log"
 
     def prepare_ports(self) -> None:
         """Ports up, IPv6 off (one command each for all ports), offloads off (side by side)."""

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from topos.errors import FabricLabError
+from topos.filenames import file_part
 
 DEFAULT_RUN_DIR = Path("/run/fabric-lab")
 
@@ -91,7 +92,7 @@ class RunState:
         directory.mkdir(parents=True, exist_ok=True)
         owner = ProcessRecord.of(os.getpid(), "owner", fabric)
         state = cls(fabric, owner, sorted(interfaces))
-        state.path = directory / f"{fabric}-{owner.pid}-{owner.ticks}.json"
+        state.path = directory / f"{file_part(fabric)}-{owner.pid}-{owner.ticks}.json"
         state.save()
         return state
 

@@ -3,7 +3,6 @@
 "use strict";
 
 const SVG = "http://www.w3.org/2000/svg";
-const TOKEN = document.querySelector('meta[name="fabric-lab-token"]').content;
 const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
                  "#7f7f7f", "#bcbd22", "#17becf"];
 const state = { fabric: null, links: {}, ports: {}, charts: null, chartNames: [], selected: null,
@@ -315,7 +314,7 @@ async function act(body) {
   result.textContent = "…";
   try {
     const response = await fetch("/api/action", {
-      method: "POST", headers: { "Content-Type": "application/json", "X-Fabric-Lab-Token": TOKEN },
+      method: "POST", credentials: "same-origin", headers: { "Content-Type": "application/json" },
       body: JSON.stringify(body) });
     const answer = await response.json();
     result.textContent = answer.message;
@@ -327,6 +326,8 @@ async function act(body) {
 }
 
 async function main() {
+  // the token came in the URL; the server's cookie carries it from here on (off the address bar)
+  if (new URLSearchParams(location.search).has("token")) history.replaceState(null, "", location.pathname);
   state.fabric = await (await fetch("/api/fabric")).json();
   drawFabric(state.fabric);
   document.getElementById("btn-fail").addEventListener("click", () => act({ action: "fail", link: state.selected }));
