@@ -47,7 +47,8 @@ pipeline (`p4switch-py`), its C data plane (`p4switch-c`: `--pipeline c`, the sw
 C), or several (default: native).
 `--quick`: steps x1.6, 3 s dwell, two bisection steps (so within 1.15 times of the capacity; a
 few minutes for both fabrics on one target).
-Without BMv2 installed (`source /work/shared/p4lang/env.sh`) its rows are skipped with a message.
+Without BMv2 on PATH (`sudo bash scripts/build_p4lang.sh` installs it: docs/targets.md) its rows
+are skipped with a message.
 """
 
 from __future__ import annotations
@@ -448,7 +449,7 @@ def main() -> int:
         for target in targets:
             if not TARGETS[target].available():
                 print(f"{target}: not installed, skipped "
-                      "(BMv2: source /work/shared/p4lang/env.sh)")
+                      "(BMv2: sudo bash scripts/build_p4lang.sh, docs/targets.md)")
                 continue
             labels = [target]
             if target == "p4switch":

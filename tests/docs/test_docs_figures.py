@@ -1,7 +1,9 @@
 """Figures the text quotes, checked against what produced them.
 
-- The README's speed summary and docs/rates.md against the README's `make bench-switch` table
-  (the table is the benchmark's output as recorded; the summaries must be its extremes).
+- The summaries of one switch's speed (docs/packet-hop.md's sentence, README's headline row)
+  against docs/packet-hop.md's `make bench-switch` table (the table is the benchmark's output as
+  recorded; the summaries must be its extremes and quotients), and the fabric capacity of
+  README's headline row against docs/rates.md's budget table.
 - Lab 5's "largest XOFF that fits" (docs/rates.md, pfc.md) against the lab's solution at the
   incast's defaults; ecn.md's incast against the experiment's number of senders.
 - Lab 0's `fabric-lab show leafspine` block against the command's output, and the answer key's
@@ -26,81 +28,88 @@ from tests.docs.doc_commands import REPO, split_page
 
 README = (REPO / "README.md").read_text()
 DASH = "\u2013"  # the pages write ranges with an en dash
+TIMES = "\u00d7"  # and ratios ("11.4 times BMv2") with a multiplication sign
 RATES = (REPO / "docs" / "rates.md").read_text()
+HOP = (REPO / "docs" / "packet-hop.md").read_text()
+SWITCH_COLUMNS = ("native", "c", "bmv2", "c-forward")
 
 
 def _number(text: str) -> float:
     return float(text.replace(" ", "").replace(",", "").replace("\u202f", ""))
 
 
-def bench_table() -> list[dict[str, list[float]]]:
-    """The README's p4switch-vs-BMv2 table (the section's first): per row, the p4switch and
-    BMv2 figures and ratio."""
-    section = README.split("### p4switch against BMv2, measured", 1)[1]
-    rows = []
-    for line in section.split("\n\n| ", 1)[1].split("\n\n", 1)[0].splitlines():
-        if not line.startswith("| ecmp.p4") and not line.startswith("| dlb.p4"):
+def switch_table() -> dict[tuple[str, str], dict[str, list[float]]]:
+    """docs/packet-hop.md's one-switch table: (program, row) -> column -> [64 B, 1000 B]."""
+    section = HOP.split("## One switch under a flood", 1)[1].split("\n## ", 1)[0]
+    table: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for line in section.splitlines():
+        match = re.match(r"\| (ecmp|dlb)\.p4, ([^|]+?) \|(.*)\|$", line)
+        if not match:
             continue
-        cells = [cell.strip() for cell in line.strip("|").split("|")]
-        flood = re.fullmatch(r"([\d ]+) / ([\d ]+) \(([\d.]+)\)", cells[1])
-        lossless = re.fullmatch(r"([\d ]+) / ([\d ]+) \(([\d.]+)\)", cells[2])
-        cpu = re.fullmatch(r"([\d.]+) / ([\d.]+)", cells[4])
-        assert flood and lossless and cpu, line
-        rows.append({"flood": [_number(v) for v in flood.groups()],
-                     "lossless": [_number(v) for v in lossless.groups()],
-                     "cpu": [_number(v) for v in cpu.groups()]})
-    assert len(rows) == 4
-    return rows
+        cells = [cell.strip().removesuffix(" µs") for cell in match[3].split("|")]
+        pairs = [re.fullmatch(r"([\d,.]+) / ([\d,.]+)", cell) for cell in cells]
+        assert len(pairs) == len(SWITCH_COLUMNS) and all(pairs), line
+        table[(match[1], match[2])] = {column: [_number(pair[1]), _number(pair[2])]
+                                       for column, pair in zip(SWITCH_COLUMNS, pairs, strict=True) if pair}
+    assert len(table) == 8, table
+    return table
 
 
 def _span(values: list[float]) -> tuple[float, float]:
     return min(values), max(values)
 
 
-SPAN = rf"([\d,.]+)(?:{DASH}([\d,.]+))?"  # "a-b" (en dash), or "a" where the ends are equal
+SPAN = rf"([\d,.]+)(?:{DASH}|-)([\d,.]+)"  # "a-b", with a hyphen or an en dash
 
 
 def _quoted(match: re.Match, first: int) -> tuple[float, float]:
-    """The span SPAN matched from group `first`: (a, b), or (a, a) for a single figure."""
-    low = _number(match[first])
-    return low, _number(match[first + 1]) if match[first + 1] else low
+    return _number(match[first]), _number(match[first + 1])
 
 
-def test_the_ratios_in_the_table_are_its_own_quotients():
-    for row in bench_table():
-        for kind, decimals in (("flood", 2), ("lossless", 1)):
-            ours, theirs, ratio = row[kind]
-            assert round(ours / theirs, decimals) == ratio, (kind, row)
+def _thousands(span: tuple[float, float]) -> tuple[float, float]:
+    return round(span[0], -3), round(span[1], -3)
 
 
-def test_the_readme_speed_summary_is_the_table():
-    rows = bench_table()
-    summary = re.search(r"- \*\*Speed\*\*: (.*?)(?=\n- \*\*)", README, re.S)
-    assert summary
-    text = " ".join(summary[1].split())
-    quoted = re.search(rf"about {SPAN} packets per second per switch on one core under a "
-                       rf"flood and {SPAN} without loss when paced, {SPAN} "
-                       rf"times .* under a flood and {SPAN} times its lossless", text)
-    assert quoted, text
-    flood_pps = _span([row["flood"][0] for row in rows])
-    assert _quoted(quoted, 1) == (round(flood_pps[0], -3), round(flood_pps[1], -3))
-    assert _quoted(quoted, 3) == _span([row["lossless"][0] for row in rows])
-    assert _quoted(quoted, 5) == _span([row["flood"][2] for row in rows])
-    assert _quoted(quoted, 7) == _span([row["lossless"][2] for row in rows])
+def _c_over_bmv2(sender: str) -> list[float]:
+    rows = [row for (_, kind), row in switch_table().items() if kind == f"forwarded pps, {sender}"]
+    assert len(rows) == 2
+    return [c / bmv2 for row in rows for c, bmv2 in zip(row["c"], row["bmv2"], strict=True)]
 
 
-def test_rates_md_quotes_the_table():
-    rows = bench_table()
-    pps = re.search(rf"forwards about (\d+){DASH}(\d+) thousand packets/s on one core \(([\d.]+){DASH}([\d.]+) "
-                    r"µs of CPU per packet", " ".join(RATES.split()))
-    assert pps
-    flood = _span([row["flood"][0] / 1000 for row in rows])
-    assert (int(pps[1]), int(pps[2])) == (round(flood[0]), round(flood[1]))
-    assert (float(pps[3]), float(pps[4])) == _span([row["cpu"][0] for row in rows])
-    lossless = re.search(rf"{SPAN} lossless against p4switch's {SPAN}", RATES)
-    assert lossless
-    assert _quoted(lossless, 1) == _span([r["lossless"][1] for r in rows])
-    assert _quoted(lossless, 3) == _span([r["lossless"][0] for r in rows])
+def test_the_hop_page_summary_is_its_table():
+    text = " ".join(HOP.split())
+    quoted = re.search(rf"forwards {SPAN} times what BMv2 forwards from the same Python sender "
+                       rf"and {SPAN} times from the C sender, at {SPAN} µs of CPU per packet", text)
+    assert quoted, "docs/packet-hop.md: the sentence after the one-switch table"
+    python, c_sender = _c_over_bmv2("Python flood sender"), _c_over_bmv2("C flood sender")
+    assert _quoted(quoted, 1) == tuple(round(v, 1) for v in _span(python))
+    assert _quoted(quoted, 3) == tuple(round(v, 1) for v in _span(c_sender))
+    cpu = [v for (_, kind), row in switch_table().items() if kind == "CPU per forwarded packet"
+           for v in row["c"]]
+    assert _quoted(quoted, 5) == _span(cpu)
+
+
+def test_the_readme_headline_figures_are_the_tables():
+    row = re.search(r"^\| one switch under a flood[^|]*\| (.*?) \|", README, re.M)
+    assert row, "README: the headline row of one switch"
+    quoted = re.fullmatch(rf"{SPAN} packets/s from a Python sender \({SPAN} {TIMES} BMv2\), {SPAN} "
+                          rf"from a C sender \({SPAN} {TIMES} BMv2\)", row[1])
+    assert quoted, row[1]
+    table = switch_table()
+    for first, sender in ((1, "Python flood sender"), (5, "C flood sender")):
+        pps = [v for (_, kind), r in table.items() if kind == f"forwarded pps, {sender}"
+               for v in r["c"]]
+        assert _quoted(quoted, first) == _thousands(_span(pps)), sender
+        ratios = _c_over_bmv2(sender)
+        assert _quoted(quoted, first + 2) == tuple(round(v, 1) for v in _span(ratios)), sender
+    capacity = re.search(rf"^\| a fabric's lossless capacity[^|]*\| {SPAN} packet-hops/s \|",
+                         README, re.M)
+    assert capacity, "README: the headline row of the fabric's capacity"
+    budget = RATES.split("## The packet budget", 1)[1].split("\n## ", 1)[0]
+    c_rows = [_number(line.split("|")[4]) for line in budget.splitlines()
+              if re.match(r"\| (leafspine|hpn7) \| C \|", line)]
+    assert len(c_rows) == 4, c_rows
+    assert _quoted(capacity, 1) == _thousands(_span(c_rows))
 
 
 def test_the_largest_xoff_the_pages_quote_is_the_labs():
