@@ -246,10 +246,13 @@ def train(runner: Runner, job: Workload, ranks: Sequence[Gpu], scale: JobScale,
           links_of: Callable[[int, int], set[DirectedLink]] | None = None,
           counters: Callable[[], dict[DirectedLink, int]] | None = None,
           progress: Callable[[str], None] = print,
-          on_event: OnEvent | None = None) -> TrainResult:
+          on_event: OnEvent | None = None,
+          on_iteration: Callable[[TrainResult, IterationRun], None] | None = None
+          ) -> TrainResult:
     """Run the job's iterations; with `links_of` (rank pair -> links every path crosses), name
     the link the slowest ranks waited on, with `counters` (tx packets per link) as evidence;
-    `on_event` hears how the job goes (`jobs.progress`)."""
+    `on_event` hears how the job goes (`jobs.progress`); `on_iteration` gets each iteration as
+    it is measured (already in the result: what was measured stays there if the run stops)."""
     options = options or TrainOptions()
     if len(ranks) != job.ranks:
         raise ValueError(f"job {job.name!r} has {job.ranks} ranks, got {len(ranks)} GPUs")
@@ -271,6 +274,8 @@ def train(runner: Runner, job: Workload, ranks: Sequence[Gpu], scale: JobScale,
                      f"{runs[-1].time_s * 1e3:.1f} ms, busbw {runs[-1].busbw_gbs:.1f} GB/s")
         it = lay_out(job, i, runs, len(ranks))
         result.iterations.append(it)
+        if on_iteration is not None:
+            on_iteration(result, it)
         progress(f"iteration {i}: {it.timeline.total_s:.3f} s (compute {it.timeline.compute_s:.3f}"
                  f" s, exposed communication {it.timeline.exposed_s:.3f} s)")
         if on_event is not None:
@@ -299,30 +304,38 @@ COLLECTIVE_FIELDS = ["iteration", "purpose", "kind", "algorithm", "groups", "gro
 RANK_FIELDS = ["rank", "server", "gpu", "nic", "own_iteration_s", "behind_fastest_s"]
 
 
+def iteration_row(result: TrainResult, it: IterationRun) -> dict[str, Any]:
+    t = it.timeline
+    slow = it.slowest_rank
+    return {"iteration": it.index, "iteration_s": round(t.total_s, 6),
+            "compute_s": round(t.compute_s, 6), "exposed_s": round(t.exposed_s, 6),
+            "communication_s": round(t.communication_s, 6),
+            "hidden_s": round(t.hidden_s, 6), "slowest_rank": slow,
+            "slowest_nic": result.ranks[slow].nic,
+            "slowest_rank_s": round(it.rank_s[slow], 6),
+            "fastest_rank_s": round(min(it.rank_s), 6)}
+
+
 def iteration_rows(result: TrainResult) -> list[dict[str, Any]]:
-    rows = []
-    for it in result.iterations:
-        t = it.timeline
-        slow = it.slowest_rank
-        rows.append({"iteration": it.index, "iteration_s": round(t.total_s, 6),
-                     "compute_s": round(t.compute_s, 6), "exposed_s": round(t.exposed_s, 6),
-                     "communication_s": round(t.communication_s, 6),
-                     "hidden_s": round(t.hidden_s, 6), "slowest_rank": slow,
-                     "slowest_nic": result.ranks[slow].nic,
-                     "slowest_rank_s": round(it.rank_s[slow], 6),
-                     "fastest_rank_s": round(min(it.rank_s), 6)})
-    return rows
+    return [iteration_row(result, it) for it in result.iterations]
+
+
+def iteration_collective_rows(it: IterationRun) -> list[dict[str, Any]]:
+    """The collectives of one iteration as rows."""
+    return [{k: (round(v, 6) if isinstance(v, float) else v)
+             for k, v in vars(c).items() if k in COLLECTIVE_FIELDS}
+            for c in it.collectives]
 
 
 def collective_rows(result: TrainResult) -> list[dict[str, Any]]:
-    return [{k: (round(v, 6) if isinstance(v, float) else v)
-             for k, v in vars(c).items() if k in COLLECTIVE_FIELDS}
-            for it in result.iterations for c in it.collectives]
+    return [row for it in result.iterations for row in iteration_collective_rows(it)]
 
 
 def rank_rows(result: TrainResult) -> list[dict[str, Any]]:
     means = result.rank_s()
-    fastest = min(means, default=0.0)
+    if not means:  # no iteration measured (interrupted in the first)
+        return []
+    fastest = min(means)
     return [{"rank": r, "server": g.server, "gpu": g.index, "nic": g.nic,
              "own_iteration_s": round(means[r], 6),
              "behind_fastest_s": round(means[r] - fastest, 6)}

@@ -39,7 +39,15 @@ from jobs.placement import rank_order
 from jobs.progress import OnEvent
 from jobs.scale import MODELLED_GBPS, Scale
 from jobs.slowest import DirectedLink
-from jobs.train import GroupRun, JobScale, TrainOptions, TrainResult, job_ranks, train
+from jobs.train import (
+    GroupRun,
+    IterationRun,
+    JobScale,
+    TrainOptions,
+    TrainResult,
+    job_ranks,
+    train,
+)
 from jobs.workload import Workload
 from topos.analysis import shortest_paths
 from topos.model import FabricSpec
@@ -175,15 +183,18 @@ class JobFabric:
 
     def train(self, job: Workload, *, order: str = "naive", options: TrainOptions | None = None,
               progress: Callable[[str], None] = print,
-              on_event: OnEvent | None = None) -> TrainResult:
+              on_event: OnEvent | None = None,
+              on_iteration: Callable[[TrainResult, IterationRun], None] | None = None
+              ) -> TrainResult:
         """Run the job's iterations on this fabric (`jobs.train.train`); `on_event` hears
-        how it goes (`jobs.progress`)."""
+        how it goes (`jobs.progress`), `on_iteration` gets each iteration as measured."""
         options = options or TrainOptions()
         ranks = self.ranks(job, order)
         scale = JobScale(self.rate, options.time_scale)
         return train(JobComm(self, ranks), job, ranks, scale, options,
                      links_of=lambda s, d: self._links(ranks[s].nic, ranks[d].nic),
-                     counters=self.counters, progress=progress, on_event=on_event)
+                     counters=self.counters, progress=progress, on_event=on_event,
+                     on_iteration=on_iteration)
 
 
 class JobComm:

@@ -76,6 +76,7 @@ FABRICS: dict[str, Isolation] = {
     "cluster": Isolation("cl", 13400),
     "congestion-bmv2": Isolation("cv", 13600),
     "congestion": Isolation("cg", 13800),
+    "jobs-train-interrupt": Isolation("tq", 32200),
 }
 
 EXPERIMENT_RUNS: dict[str, ExperimentRun] = {

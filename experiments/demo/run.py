@@ -46,7 +46,7 @@ from experiments.demo.stages import (
 from experiments.demo.view import LiveView
 from experiments.framework.failover_lab import LINK_MTU, FailoverLab, FlowRun, relieved_pps
 from experiments.framework.recovery import loss_window
-from experiments.framework.results import ResultDir, allocate
+from experiments.framework.results import allocate
 from topos import FabricSpec, build_fabric
 from topos.errors import FabricLabError
 
@@ -173,7 +173,7 @@ def run_demo(*, kinds: tuple[str, ...] | list[str] = DEFAULT_KINDS, fabric: str 
     default_pps, default_size = FLOW_RATES.get(target, FLOW_RATES["p4switch"])
     pps, size = pps or default_pps, size or default_size
     spec = with_link_rate(spec or build_fabric(fabric), link_mbps, queue_pkts).with_mtu(mtu)
-    result = ResultDir(allocate("demo", out, base))
+    result = allocate("demo", out, base)
     bin_s = 0.01
     drop = 0.3
     params = {"fabric": spec.name, "kinds": list(kinds), "before_s": before_s, "hold_s": hold_s,

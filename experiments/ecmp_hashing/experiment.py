@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import statistics
+from collections.abc import Iterator
 from pathlib import Path
 
 import matplotlib
@@ -42,30 +43,37 @@ def _loads(switch: LbSwitch, frames: list[bytes], links: list[int]) -> list[int]
 
 
 def run(ctx: RunContext) -> None:
+    """Every trial's row appended to its CSV file as it is measured."""
     params = ctx.params
-    rows = []
-    for links in params["links"]:
-        ports = list(range(1, links + 1))
-        for flows in params["flows"]:
-            for trial in range(params["trials"]):
-                rng = random.Random(f"{params['seed']}-{links}-{flows}-{trial}")
-                switch = LbSwitch("ecmp", ports, seed=rng.randrange(1 << 16))
-                loads = _loads(switch, [_flow_frame(rng) for _ in range(flows)], ports)
-                mean = flows / links
-                rows.append({"links": links, "flows": flows, "trial": trial, "max_load": max(loads),
-                             "mean_load": mean, "imbalance": max(loads) / mean,
-                             "links_used": sum(1 for load in loads if load),
-                             "collided": int(any(load > 1 for load in loads))})
-        ctx.progress(f"ecmp-hashing: {links} links done")
-    ctx.out.write_csv("imbalance.csv", rows, FIELDS)
-    ctx.out.write_csv("polarisation.csv", _polarisation(params), POLARISATION_FIELDS)
+    with ctx.out.append_csv("imbalance.csv", FIELDS) as imbalance:
+        for links in params["links"]:
+            ports = list(range(1, links + 1))
+            for flows in params["flows"]:
+                for trial in range(params["trials"]):
+                    imbalance.append(_imbalance(params, ports, flows, trial))
+            ctx.progress(f"ecmp-hashing: {links} links done")
+    with ctx.out.append_csv("polarisation.csv", POLARISATION_FIELDS) as polarisation:
+        for row in _polarisation(params):
+            polarisation.append(row)
 
 
-def _polarisation(params: dict) -> list[dict]:
+def _imbalance(params: dict, ports: list[int], flows: int, trial: int) -> dict:
+    """One trial: `flows` random flows hashed onto the links `ports`."""
+    links = len(ports)
+    rng = random.Random(f"{params['seed']}-{links}-{flows}-{trial}")
+    switch = LbSwitch("ecmp", ports, seed=rng.randrange(1 << 16))
+    loads = _loads(switch, [_flow_frame(rng) for _ in range(flows)], ports)
+    mean = flows / links
+    return {"links": links, "flows": flows, "trial": trial, "max_load": max(loads),
+            "mean_load": mean, "imbalance": max(loads) / mean,
+            "links_used": sum(1 for load in loads if load),
+            "collided": int(any(load > 1 for load in loads))}
+
+
+def _polarisation(params: dict) -> Iterator[dict]:
     """Tier 1 splits flows over k uplinks; tier-2 switch behind uplink 1 splits again over k."""
     k = params["polarisation_links"]
     ports = list(range(1, k + 1))
-    rows = []
     for seeds in ("same", "per-switch"):
         for trial in range(params["trials"]):
             rng = random.Random(f"{params['seed']}-polar-{trial}")
@@ -76,12 +84,13 @@ def _polarisation(params: dict) -> list[dict]:
             frames = [_flow_frame(rng) for _ in range(params["polarisation_flows"])]
             through_first = [f for f in frames if tier1.egress_port(f) == ports[0]]
             used = {tier2.egress_port(f) for f in through_first}
-            rows.append({"seeds": seeds, "trial": trial, "flows": len(through_first),
-                         "tier2_links": k, "tier2_links_used": len(used)})
-    return rows
+            yield {"seeds": seeds, "trial": trial, "flows": len(through_first),
+                   "tier2_links": k, "tier2_links_used": len(used)}
 
 
 def plot(result: ResultDir) -> list[Path]:
+    """The imbalance figure, and the polarisation figure when its part was measured (a run
+    interrupted during the imbalance part has no polarisation.csv)."""
     rows = result.read_csv("imbalance.csv")
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for links in sorted({int(r["links"]) for r in rows}):
@@ -101,6 +110,8 @@ def plot(result: ResultDir) -> list[Path]:
     ax.set_title("ECMP imbalance: measured vs balls-into-bins expectation")
     ax.legend(fontsize=8)
     imbalance_png = save_figure(fig, result.path / "imbalance.png")
+    if not (result.path / "polarisation.csv").exists():
+        return [imbalance_png]
 
     polar = result.read_csv("polarisation.csv")
     fig, ax = plt.subplots(figsize=(5, 4))

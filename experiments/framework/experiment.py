@@ -13,13 +13,14 @@ asked for another, it runs on its own and says so.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from experiments.framework.results import ResultDir, allocate
+from experiments.framework.results import INTERRUPTED, ResultDir, allocate
 from targets import TargetError, get_target
 from topos.builders import build_fabric, fabric_parameters
 from topos.errors import FabricLabError
@@ -67,6 +68,11 @@ class Experiment:
 
 class ExperimentError(FabricLabError):
     """Bad experiment arguments (unknown parameter, fabric it cannot run on, ...)."""
+
+
+class PlotError(FabricLabError):
+    """A run measured completely whose plot step failed: its CSV files are whole, and
+    `fabric-lab replot` draws them."""
 
 
 def scaled_fabric(name: str, params: Mapping[str, Any], base: Mapping[str, Any] | None = None,
@@ -146,28 +152,65 @@ def execute(experiment: Experiment, *, quick: bool = False, target: str = "auto"
         params["scale"] = dict(scale)
     if fabric is not None and experiment.fabrics and fabric not in experiment.fabrics:
         raise ExperimentError(f"{experiment.name} runs on {', '.join(experiment.fabrics)}, not {fabric}")
-    result = ResultDir(allocate(experiment.name, out, base))
-    requested = {"target_requested": target} if target != resolved else {}  # what was typed
-    result.write_params(experiment.name, params, quick=quick, target=resolved, fabric=fabric,
-                        target_versions=get_target(resolved).versions(),
-                        **requested)
-    if target not in ("auto", resolved):
-        progress(f"{experiment.name}: computes on {resolved} (no {target} switches): "
-                 f"target {resolved} recorded")
-    started = time.monotonic()
-    progress(f"{experiment.name}: writing to {result.path}")
+    result = allocate(experiment.name, out, base)
     try:
-        experiment.run(RunContext(result, params, quick, resolved, fabric, progress, cluster))
+        requested = {"target_requested": target} if target != resolved else {}  # what was typed
+        result.write_params(experiment.name, params, quick=quick, target=resolved, fabric=fabric,
+                            target_versions=get_target(resolved).versions(),
+                            **requested)
+        if target not in ("auto", resolved):
+            progress(f"{experiment.name}: computes on {resolved} (no {target} switches): "
+                     f"target {resolved} recorded")
+        progress(f"{experiment.name}: writing to {result.path}")
+        context = RunContext(result, params, quick, resolved, fabric, progress, cluster)
+        started = time.monotonic()
+        _measure(experiment, context)
+        _draw(experiment, result)
+        progress(f"{experiment.name}: done in {time.monotonic() - started:.1f} s, "
+                 f"{len(result.read_params()['plots'])} plot(s) in {result.path}")
+    finally:
+        result.close()
+    return result
+
+
+def _measure(experiment: Experiment, ctx: RunContext) -> None:
+    """The run's measuring step; its end recorded in params.json: failed, or interrupted
+    (Ctrl-C) with the rows measured so far kept."""
+    started = time.monotonic()
+    try:
+        experiment.run(ctx)
+    except KeyboardInterrupt:
+        _record_end(ctx.out, status=INTERRUPTED, duration_s=round(time.monotonic() - started, 3))
+        ctx.progress(f"{experiment.name}: interrupted: what it measured so far is in "
+                     f"{ctx.out.path} (status {INTERRUPTED})")
+        raise
+    except BaseException as error:
+        _record_end(ctx.out, status="failed", error=f"{type(error).__name__}: {error}",
+                    duration_s=round(time.monotonic() - started, 3))
+        raise
+    ctx.out.update_params(duration_s=round(time.monotonic() - started, 3))
+
+
+def _draw(experiment: Experiment, result: ResultDir) -> None:
+    """The plot step after a complete measurement: its failure (a bug, a full disk) leaves the
+    run complete, `plot_error` recorded, for `fabric-lab replot` to redraw from its CSV files."""
+    try:
         plots = experiment.plot(result)
     except BaseException as error:
-        result.update_params(status="failed", error=f"{type(error).__name__}: {error}",
-                             duration_s=round(time.monotonic() - started, 3))
-        raise
-    result.update_params(status="complete", duration_s=round(time.monotonic() - started, 3),
-                         plots=[plot.name for plot in plots])
-    progress(f"{experiment.name}: done in {time.monotonic() - started:.1f} s, "
-             f"{len(plots)} plot(s) in {result.path}")
-    return result
+        reason = f"{type(error).__name__}: {error}"
+        _record_end(result, status="complete", plots=[], plot_error=reason)
+        if not isinstance(error, Exception):  # Ctrl-C while drawing: the data is complete
+            raise
+        raise PlotError(f"{experiment.name}: measured completely into {result.path}, but its "
+                        f"plots failed ({reason}); `fabric-lab replot {result.path}` draws "
+                        "them from the CSV files") from None
+    result.update_params(status="complete", plots=[plot.name for plot in plots])
+
+
+def _record_end(result: ResultDir, **fields: Any) -> None:
+    """Record how the run ended, if the disk lets us (a full disk keeps it `incomplete`)."""
+    with contextlib.suppress(OSError):
+        result.update_params(**fields)
 
 
 def resolve_experiment_target(experiment: Experiment, target: str) -> str:

@@ -1,12 +1,17 @@
 """Result directories: where an experiment run writes its CSV, parameters and plots.
 
 A run never overwrites an earlier one: the default place is `results/<experiment>/<timestamp>/`,
-and an explicit `--out DIR` must be new or empty.
+and an explicit `--out DIR` must be new or empty. The run holds an exclusive lock (`flock`) on
+DIR/.lock from before that check to its end, so a second run given the same DIR fails at once.
 
-A run killed at any point never leaves a result that looks whole: params.json says
-`"status": "incomplete"` from the start until the run records `complete` or `failed` at its end,
-with the pid of the process writing it (`run_state` tells a run still going from one that was
-killed), and every file is written under a temporary name and renamed into place when whole.
+A run keeps what it measured: rows measured one by one go through `append_csv`, each row
+appended and flushed as it comes, so a run killed or interrupted keeps every row measured
+before. A table written whole (`write_csv`, `write_json`) goes under a temporary name and is
+renamed into place when whole: a table rewritten after every trial is never half there.
+params.json says `"status": "incomplete"` from the start until the run records how it ended
+(`complete`, `failed` or `interrupted`), with the pid of the process writing it (`run_state`
+tells a run still going from one that was killed): CSV files of a run that did not complete
+hold the rows it measured, not all the rows it meant to.
 
 Results belong to whoever ran the command: under `sudo`, every directory and file made here is
 handed to the invoking user (SUDO_UID/SUDO_GID), so `fabric-lab report` and replotting work
@@ -18,23 +23,33 @@ from __future__ import annotations
 import atexit
 import contextlib
 import csv
+import fcntl
 import json
 import os
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from types import TracebackType
 from typing import Any, TextIO
 
 from experiments.framework.provenance import provenance
-from topos.errors import FabricLabError
+from topos.errors import InputError, MachineError
 from topos.mininet.runstate import running, start_ticks
 
 PARAMS_FILE = "params.json"
-INCOMPLETE = "incomplete"  # the status until the run records `complete` or `failed`
+LOCK_FILE = ".lock"  # flock-ed by the run writing the directory; holds its pid
+INCOMPLETE = "incomplete"  # the status until the run records how it ended
+INTERRUPTED = "interrupted"  # stopped by Ctrl-C (SIGINT): its files hold what was measured
+ENDED = ("complete", "failed", INTERRUPTED)
 
 
-class ResultDirError(FabricLabError):
-    """The requested result directory cannot be used."""
+class ResultDirError(InputError):
+    """The requested result directory cannot be used (a file, not empty, not writable)."""
+
+
+class ResultDirInUse(MachineError):
+    """Another run on this machine holds the result directory: nothing wrong with the argument,
+    but it cannot be used now (as a port another process listens on)."""
 
 
 def invoking_user() -> tuple[int, int] | None:
@@ -85,34 +100,105 @@ def _hand_over_at_exit(run: Path) -> None:
         atexit.register(give_to_invoking_user, run, tree=True)
 
 
-def allocate(experiment: str, out: Path | None = None, base: Path = Path("results")) -> Path:
-    """Create and return a fresh directory for one run of `experiment`."""
+def allocate(experiment: str, out: Path | None = None,
+             base: Path = Path("results")) -> ResultDir:
+    """A fresh directory for one run of `experiment`, locked for this process until
+    `ResultDir.close()` (or its exit): `out` when given (new or empty), else a new
+    `base/experiment/<timestamp>`."""
     if out is not None:
-        if out.exists() and (not out.is_dir() or any(out.iterdir())):
-            raise ResultDirError(f"{out} exists and is not an empty directory; results are never overwritten")
-        make_dirs(out)
-        give_to_invoking_user(out)
-        _hand_over_at_exit(out)
-        return out
+        return claim(out)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    parent = make_dirs(base / experiment)
+    parent = _make_dirs_or_say(base / experiment)
     for suffix in [""] + [f"-{i}" for i in range(1, 1000)]:
         candidate = parent / f"{stamp}{suffix}"
         try:
             candidate.mkdir()
         except FileExistsError:
             continue
+        except OSError as err:
+            raise ResultDirError(f"{candidate}: {err.strerror}") from None
         give_to_invoking_user(candidate)
-        _hand_over_at_exit(candidate)
-        return candidate
+        return claim(candidate)
     raise ResultDirError(f"no free result directory under {parent} for {stamp}")
 
 
-class ResultDir:
-    """One run's directory with writers for the files every experiment produces."""
+def claim(path: Path) -> ResultDir:
+    """Make `path` (new or empty) this process's result directory: created, locked (DIR/.lock,
+    `flock`, held until `close()` or exit), then checked empty, so of two runs given the same
+    directory at once the second fails at once (`ResultDirInUse`) and the first's files stay."""
+    lock_path = path / LOCK_FILE
+    created = not lock_path.exists()
+    if created:  # nothing of a run's there: never leave a lock file in a directory refused
+        _refuse_used(path)
+    _make_dirs_or_say(path)
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as err:
+        raise ResultDirError(f"{lock_path}: {err.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+        os.close(fd)
+        raise ResultDirInUse(f"{path}: another run is writing to it"
+                             f"{f' (pid {holder})' if holder.isdigit() else ''}; "
+                             "results are never overwritten") from None
+    try:
+        _refuse_used(path)  # the check that counts: under the lock
+    except ResultDirError:
+        if created:
+            lock_path.unlink(missing_ok=True)
+        os.close(fd)
+        raise
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    give_to_invoking_user(lock_path)
+    give_to_invoking_user(path)
+    _hand_over_at_exit(path)
+    return ResultDir(path, lock_fd=fd)
 
-    def __init__(self, path: Path) -> None:
+
+def _refuse_used(path: Path) -> None:
+    """Refuse a path that is a file or a directory holding anything but the lock file."""
+    try:
+        if not path.exists():
+            return
+        if not path.is_dir():
+            raise ResultDirError(f"{path} is a file, not a directory: results go into a new or "
+                                 "empty directory")
+        if any(item.name != LOCK_FILE for item in path.iterdir()):
+            raise ResultDirError(f"{path} exists and is not an empty directory; results are "
+                                 "never overwritten")
+    except OSError as err:
+        raise ResultDirError(f"{path}: {err.strerror}") from None
+
+
+def _make_dirs_or_say(path: Path) -> Path:
+    """`make_dirs(path)`, an OS error as one line naming the path."""
+    try:
+        return make_dirs(path)
+    except (FileExistsError, NotADirectoryError):
+        in_way = next((item for item in [path, *path.parents]
+                       if item.exists() and not item.is_dir()), path)
+        raise ResultDirError(f"{in_way} is a file, not a directory"
+                             f"{f' (on the way to {path})' if in_way != path else ''}") from None
+    except OSError as err:
+        raise ResultDirError(f"{err.filename or path}: {err.strerror}") from None
+
+
+class ResultDir:
+    """One run's directory with writers for the files every experiment produces; `lock_fd`
+    is the lock `claim` took (None for a directory only read or redrawn)."""
+
+    def __init__(self, path: Path, lock_fd: int | None = None) -> None:
         self.path = path
+        self._lock_fd = lock_fd
+
+    def close(self) -> None:
+        """Release the directory's lock (the run has ended)."""
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
     def write_params(self, experiment: str, params: Mapping[str, Any], **extra: Any) -> Path:
         """params.json at the start of a run: status `incomplete` unless `extra` says otherwise,
@@ -137,8 +223,13 @@ class ResultDir:
             handle.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
         return self.path / name
 
+    def append_csv(self, name: str, fieldnames: Sequence[str]) -> CsvAppender:
+        """A new CSV file written a row at a time as rows are measured (see `CsvAppender`)."""
+        return CsvAppender(self.path / name, fieldnames)
+
     def write_csv(self, name: str, rows: Iterable[Mapping[str, Any]],
                   fieldnames: Sequence[str]) -> Path:
+        """A whole table, replacing the file of that name in one step when written."""
         with self._writing(name) as handle:
             writer = csv.DictWriter(handle, fieldnames=list(fieldnames))
             writer.writeheader()
@@ -168,12 +259,48 @@ class ResultDir:
         return sorted(self.path.glob("*.png"))
 
 
+class CsvAppender:
+    """A CSV file whose rows are appended and flushed one at a time, as they are measured: a
+    run that stops keeps every row it measured. The header is written (and flushed) at once;
+    the file must be new. Use as a context manager, or `close()`."""
+
+    def __init__(self, path: Path, fieldnames: Sequence[str]) -> None:
+        self.path = path
+        self.fieldnames = list(fieldnames)
+        self.rows = 0
+        self._handle = path.open("x", newline="")
+        give_to_invoking_user(path)
+        self._writer = csv.DictWriter(self._handle, fieldnames=self.fieldnames)
+        self._writer.writeheader()
+        self._handle.flush()
+
+    def append(self, row: Mapping[str, Any]) -> None:
+        try:
+            self._writer.writerow({key: row.get(key, "") for key in self.fieldnames})
+            self._handle.flush()
+        except OSError as err:  # a full disk: say which file
+            raise OSError(err.errno, err.strerror, str(self.path)) from None
+        self.rows += 1
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> CsvAppender:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        with contextlib.suppress(OSError):  # a full disk: the error in flight says so
+            self.close()
+
+
 def run_state(record: Mapping[str, Any]) -> str:
-    """What a run's params.json says of it: `complete`, `failed`, `running` (incomplete and its
-    process still alive) or `incomplete` (it was killed, or its process died, before the end).
-    A record without status comes from before runs recorded one and counts as complete."""
+    """What a run's params.json says of it: `complete`, `failed`, `interrupted` (Ctrl-C),
+    `running` (incomplete and its process still alive) or `incomplete` (it was killed, or its
+    process died, before the end). A record without status comes from before runs recorded
+    one and counts as complete. A complete run whose plots failed says so in `plot_error`."""
     status = record.get("status")
-    if status is None or status in ("complete", "failed"):
+    if status is None or status in ENDED:
         return str(status or "complete")
     pid, ticks = record.get("pid"), record.get("pid_start")
     if isinstance(pid, int) and isinstance(ticks, int) and running(pid, ticks):

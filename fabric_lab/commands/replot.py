@@ -2,23 +2,31 @@
 
 The experiment is the one params.json names; its `plot` reads only the directory's CSV files (and
 params.json), so this needs no root, no switches and no rerun. The PNGs are drawn again in place,
-e.g. after changing a plot's code, or on a machine the results were copied to.
+whatever the run's own plot step did: after changing a plot's code, on a machine the results were
+copied to, after a plot step that failed (a full disk), or from the rows an interrupted or
+failed run measured before it stopped (said so). Only a directory without CSV files is refused.
+Exit status: 0 drawn, 1 a plot failed, 2 not a result directory or nothing to draw from.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
 
 from experiments.framework.registry import get
 from experiments.framework.results import PARAMS_FILE, ResultDir, run_state
-from topos.errors import FabricLabError
+from topos.errors import FabricLabError, InputError
 
 
-class ReplotError(FabricLabError):
-    """A directory that is not a complete experiment result."""
+class ReplotError(InputError):
+    """A directory there is nothing to draw from: not a result, no CSV files, a file missing."""
+
+
+class ReplotFailed(FabricLabError):
+    """The experiment's plot code failed on the directory's CSV files."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,49 +38,70 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def replot(path: Path) -> list[Path]:
-    """Redraw the plots of one result directory; returns the PNGs written."""
+def read_record(path: Path) -> dict:
+    """The run's params.json."""
     params_path = path / PARAMS_FILE
     try:
         record = json.loads(params_path.read_text())
     except FileNotFoundError:
         raise ReplotError(f"{path}: no {PARAMS_FILE}: not an experiment's result directory"
                           ) from None
-    except (OSError, json.JSONDecodeError) as err:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ReplotError(f"{params_path}: unreadable: {err}") from None
-    state = run_state(record)
-    if state != "complete":
-        raise ReplotError(f"{path}: {state}: the run did not complete (status {state!r}"
-                          f"{': ' + record['error'] if record.get('error') else ''}); its CSV "
-                          f"files may be missing or partial")
-    name = record.get("experiment")
-    if name == "demo":  # `fabric-lab demo` is not a registered experiment; its plot is its own
-        from experiments.demo.plot import plot_timeline
+    if not isinstance(record, dict):
+        raise ReplotError(f"{params_path}: not a run's record (a JSON object)")
+    return record
 
-        try:
-            return [plot_timeline(ResultDir(path))]
-        except FileNotFoundError as err:
-            raise ReplotError(f"{path}: demo needs {Path(err.filename).name}, which is "
-                              f"missing") from None
+
+def replot(path: Path) -> tuple[list[Path], str]:
+    """Redraw the plots of one result directory: the PNGs written, and what the run's state
+    means for them ("" for a complete run)."""
+    record = read_record(path)
+    state = run_state(record)
+    if not any(path.glob("*.csv")):
+        raise ReplotError(f"{path}: no CSV files: nothing was measured to draw from "
+                          f"(the run is {state})")
+    name = record.get("experiment")
+    result = ResultDir(path)
     try:
-        experiment = get(str(name))
-    except KeyError as err:
-        raise ReplotError(f"{path}: {err.args[0]}") from None
-    try:
-        return experiment.plot(ResultDir(path))
+        if name == "demo":  # `fabric-lab demo` is not a registered experiment; its plot is its own
+            from experiments.demo.plot import plot_timeline
+
+            plots = [plot_timeline(result)]
+        else:
+            try:
+                experiment = get(str(name))
+            except KeyError as err:
+                raise ReplotError(f"{path}: {err.args[0]}") from None
+            plots = experiment.plot(result)
     except FileNotFoundError as err:
-        raise ReplotError(f"{path}: {name} needs {Path(err.filename).name}, which is "
-                          f"missing") from None
+        raise ReplotError(f"{path}: {name} needs {Path(err.filename).name}, which is missing"
+                          f"{'' if state == 'complete' else f' (the run is {state})'}") from None
+    except FabricLabError:
+        raise
+    except Exception as err:  # the plot code on these rows: one line, with what it said
+        raise ReplotFailed(f"{path}: plotting {name} failed: {type(err).__name__}: {err}"
+                           f"{'' if state == 'complete' else f' (the run is {state})'}") from None
+    if state == "complete" and "plot_error" in record:  # the run's own plot step had failed
+        record.pop("plot_error")
+        record["plots"] = [plot.name for plot in plots]
+        with contextlib.suppress(OSError):  # a copy we may not write: the plots are there
+            result.write_json(PARAMS_FILE, record)
+    note = "" if state == "complete" else (
+        f"{state}: drawn from the rows measured before the run stopped"
+        if state != "running" else "still running: drawn from the rows measured so far")
+    return plots, note
 
 
 def run(args: argparse.Namespace) -> int:
     status = 0
     for path in args.dirs:
         try:
-            plots = replot(path)
-        except ReplotError as err:
+            plots, note = replot(path)
+        except FabricLabError as err:
             print(f"fabric-lab replot: {err}", file=sys.stderr)
-            status = 1
+            status = max(status, err.exit_status)
             continue
-        print(f"{path}: {len(plots)} plot(s): {', '.join(p.name for p in plots)}")
+        print(f"{path}: {len(plots)} plot(s): {', '.join(p.name for p in plots)}"
+              f"{f' ({note})' if note else ''}")
     return status

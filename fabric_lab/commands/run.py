@@ -9,16 +9,20 @@ from pathlib import Path
 import targets
 from experiments.framework import ExperimentError, execute
 from experiments.framework.registry import all_experiments
-from experiments.framework.results import ResultDirError
 from fabric_lab.commands.up import add_cluster_args, cluster_options
 from topos.builders import parse_scale
+from topos.errors import FabricLabError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "run", help="run an experiment (CSV, params.json and plots into results/)",
         description="Run an experiment. Results go to results/<experiment>/<timestamp>/ "
-                    "(or --out DIR, which must be new or empty); nothing is ever overwritten.")
+                    "(or --out DIR, which must be new or empty); nothing is ever overwritten. "
+                    "Rows are kept as they are measured: an interrupted run (Ctrl-C) keeps "
+                    "them, marked interrupted. Exit status: 0 done, 1 the run or its plots "
+                    "failed, 2 wrong input, 3 another run holds --out (or this machine cannot "
+                    "run it), 130 interrupted.")
     parser.add_argument("experiment", nargs="?", help="experiment name (see --list)")
     parser.add_argument("--list", action="store_true", help="list the experiments and exit")
     parser.add_argument("--fabric", help="fabric to run on, where the experiment takes one")
@@ -70,7 +74,14 @@ def _run(args: argparse.Namespace) -> int:
         execute(experiments[args.experiment], quick=args.quick, target=args.target,
                 fabric=args.fabric, out=args.out, base=args.results, overrides=overrides,
                 scale=scale, cluster=cluster)
-    except (ExperimentError, ResultDirError) as error:
+    except ExperimentError as error:
         print(f"fabric-lab run: {error}", file=sys.stderr)
         return 2
+    except FabricLabError as error:  # the result directory (2, or 3 in use), the plots (1)
+        print(f"fabric-lab run: {error}", file=sys.stderr)
+        return error.exit_status
+    except OSError as error:  # a full disk or a file made unwritable while the run went on
+        print(f"fabric-lab run: {error.filename or 'writing results'}: "
+              f"{error.strerror or error}", file=sys.stderr)
+        return 1
     return 0

@@ -9,10 +9,13 @@ import io
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fabric_lab.commands.controller import load_fabric
 from fabric_lab.web_options import add_web_args
+
+if TYPE_CHECKING:
+    from jobs.train_record import TrainRecord
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -46,8 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--format", "-F", default="text", choices=("text", "csv", "json"),
                         help="stdout: a readable report, per-collective CSV rows, or JSON")
     parser.add_argument("--out", type=Path, metavar="DIR",
-                        help="also write iterations.csv, collectives.csv, ranks.csv, "
-                             "summary.json into DIR (new or empty)")
+                        help="also write iterations.csv, collectives.csv (a row appended as "
+                             "each iteration ends), ranks.csv, summary.json and params.json "
+                             "into DIR (new or empty; checked before the fabric comes up)")
     parser.add_argument("--log-dir", type=Path, metavar="DIR", help="switch logs into DIR")
     add_web_args(parser, "serve the web view with the job's panel: iteration, the collective in "
                          "flight, per-rank progress (--web-port, --web-host)")
@@ -58,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from jobs.gpus import NVLINK_RATIO
     from jobs.train import TrainOptions
     from jobs.train_fabric import JobFabric
+    from jobs.train_record import TrainRecord
     from jobs.workload import WorkloadError, load
     from targets import get_target
 
@@ -73,8 +78,6 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"--iterations must be >= 1, got {args.iterations}")
     if args.time_scale <= 0:
         return fail(f"--time-scale must be > 0, got {args.time_scale}")
-    if args.out is not None and args.out.exists() and any(args.out.iterdir()):
-        return fail(f"{args.out} exists and is not empty; results are never overwritten")
     try:
         spec = load_fabric(args.fabric, args.scale)
         target = get_target(args.target).ensure_available().name
@@ -85,51 +88,59 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(err))
     options = TrainOptions(all_reduce=args.algo, alltoall=args.alltoall,
                            time_scale=args.time_scale, iterations=args.iterations)
+    # --out claimed (created, locked, empty, writable) before the fabric comes up
+    record = TrainRecord(args.out, {"job": job.name, "job_file": str(args.job),
+                                    "fabric": spec.name, "target": target,
+                                    **vars(options)})
     quiet = args.format != "text"
     say = (lambda text: print(text, file=sys.stderr)) if quiet else print
     say(f"fabric-lab train {job.name}: {job.ranks} ranks on {spec.name} ({target}); "
         f"{fabric.rate.describe()}")
-    with fabric, contextlib.ExitStack() as web:
-        view = None
-        if args.web:
-            from fabric_lab.web import JobView, train_view
+    status, interrupted = "failed", False
+    try:
+        with fabric, contextlib.ExitStack() as web:
+            view = None
+            if args.web:
+                from fabric_lab.web import JobView, train_view
 
-            view = JobView()
-            # a taken port: WebViewError, a MachineError (status 3)
-            web.enter_context(train_view(spec, fabric.session.connected(), view, target=target,
-                                         port=args.web_port, host=args.web_host,
-                                         out=sys.stderr if quiet else sys.stdout))
-        result = fabric.train(job, order=args.order, options=options, progress=say,
-                              on_event=view)
-    write(result, args)
-    return 0
+                view = JobView()
+                # a taken port: WebViewError, a MachineError (status 3)
+                web.enter_context(train_view(spec, fabric.session.connected(), view,
+                                             target=target, port=args.web_port,
+                                             host=args.web_host,
+                                             out=sys.stderr if quiet else sys.stdout))
+            fabric.train(job, order=args.order, options=options, progress=say,
+                         on_event=view, on_iteration=record.iteration)
+        status = "complete"
+    except KeyboardInterrupt:
+        status, interrupted = "interrupted", True
+    finally:
+        summary = record.finish(status)  # the report below even when this could not write
+    return show(summary, record, args, interrupted)
 
 
-def write(result: Any, args: argparse.Namespace) -> None:
-    from jobs.train import (
-        COLLECTIVE_FIELDS,
-        ITERATION_FIELDS,
-        RANK_FIELDS,
-        collective_rows,
-        iteration_rows,
-        rank_rows,
-        summary,
-    )
+def show(summary: dict[str, Any] | None, record: TrainRecord, args: argparse.Namespace,
+         interrupted: bool) -> int:
+    """Print what was measured (in --format) and say how the run ended: 0 complete, 1 a file
+    could not be written (the report is printed all the same), 130 interrupted."""
+    from jobs.train import COLLECTIVE_FIELDS, collective_rows
 
-    record = summary(result)
-    if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        for name, rows, fields in (("iterations.csv", iteration_rows(result), ITERATION_FIELDS),
-                                   ("collectives.csv", collective_rows(result), COLLECTIVE_FIELDS),
-                                   ("ranks.csv", rank_rows(result), RANK_FIELDS)):
-            (args.out / name).write_text(to_csv(rows, fields))
-        (args.out / "summary.json").write_text(json.dumps(record, indent=2) + "\n")
-    if args.format == "json":
-        print(json.dumps(record, indent=2))
-    elif args.format == "csv":
-        print(to_csv(collective_rows(result), COLLECTIVE_FIELDS), end="")
-    else:
-        print(report(record))
+    if summary is not None and record.result is not None:
+        if args.format == "json":
+            print(json.dumps(summary, indent=2))
+        elif args.format == "csv":
+            print(to_csv(collective_rows(record.result), COLLECTIVE_FIELDS), end="")
+        else:
+            print(report(summary))
+    if record.failure:
+        print(f"fabric-lab train: could not write {record.failure}; the report above is "
+              "what was measured", file=sys.stderr)
+    if interrupted:
+        kept = f"; kept in {args.out}" if args.out is not None and not record.failure else ""
+        print(f"fabric-lab train: interrupted after {record.iterations} iteration(s){kept}",
+              file=sys.stderr)
+        return 130
+    return 1 if record.failure else 0
 
 
 def to_csv(rows: list[dict[str, Any]], fields: list[str]) -> str:

@@ -23,8 +23,10 @@ from experiments.framework.results import ResultDirError, allocate
 
 
 def test_allocate_never_reuses_a_directory(tmp_path: Path) -> None:
-    first = allocate("exp", base=tmp_path)
-    second = allocate("exp", base=tmp_path)
+    first_run, second_run = allocate("exp", base=tmp_path), allocate("exp", base=tmp_path)
+    first_run.close()
+    second_run.close()
+    first, second = first_run.path, second_run.path
     assert first != second and first.parent == second.parent == tmp_path / "exp"
     (first / "data.csv").write_text("x\n")
     with pytest.raises(ResultDirError, match="never overwritten"):

@@ -1,5 +1,6 @@
-"""A run killed at any point leaves its directory marked incomplete in params.json and no CSV
-that looks whole; `fabric-lab report` and `fabric-lab replot` say which runs did not complete."""
+"""A run killed at any point leaves its directory marked incomplete in params.json and no table
+written whole (`write_csv`) half there; `fabric-lab report` and `fabric-lab replot` say which runs
+did not complete. (Rows appended as measured, `append_csv`: tests/experiments/test_run_keeps_rows.py.)"""
 
 from __future__ import annotations
 
@@ -85,7 +86,9 @@ def test_report_and_replot_name_the_runs_that_did_not_complete(tmp_path):
                           "its CSV files may be missing or partial)"]
     page = (results / "report.html").read_text()
     assert "1 did not complete" in page and page.count("status incomplete (did not") == 1
-    replot = subprocess.run([*cli, "replot", str(results / "killable" / "killed")], cwd=ROOT,
+    killed = results / "killable" / "killed"
+    replot = subprocess.run([*cli, "replot", str(killed)], cwd=ROOT,
                             capture_output=True, text=True, timeout=60)
-    assert replot.returncode == 1
-    assert "incomplete: the run did not complete" in replot.stderr
+    assert replot.returncode == 2  # killed before its first table was whole: nothing to draw
+    assert replot.stderr == (f"fabric-lab replot: {killed}: no CSV files: nothing was measured "
+                             "to draw from (the run is incomplete)\n")

@@ -60,4 +60,5 @@ def test_train_gpt_3d_on_hpn7(tmp_path):
                for c in record["collectives"])
     assert len(record["ranks_detail"]) == 8
     assert {p.name for p in out.iterdir()} == {"iterations.csv", "collectives.csv", "ranks.csv",
-                                              "summary.json"}
+                                              "summary.json", "params.json", ".lock"}
+    assert json.loads((out / "params.json").read_text())["status"] == "complete"

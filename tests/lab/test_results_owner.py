@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from experiments.framework.report import build_report
-from experiments.framework.results import ResultDir, allocate, give_to_invoking_user, invoking_user
+from experiments.framework.results import allocate, give_to_invoking_user, invoking_user
 
 REPO = Path(__file__).resolve().parents[2]
 FABRIC_LAB = REPO / ".venv" / "bin" / "fabric-lab"
@@ -66,13 +66,15 @@ def test_result_dirs_files_and_report_belong_to_the_sudo_user(monkeypatch: pytes
     monkeypatch.setenv("SUDO_UID", str(user))
     monkeypatch.setenv("SUDO_GID", str(user))
     base = tmp_path / "results"
-    run = ResultDir(allocate("exp", base=base))
+    run = allocate("exp", base=base)
     run.write_params("exp", {"n": 1})
     run.write_csv("data.csv", [{"a": 1}], ["a"])
+    with run.append_csv("rows.csv", ["a"]) as rows:  # appended as measured
+        rows.append({"a": 1})
     (run.path / "logs").mkdir()
     (run.path / "logs" / "switch.log").write_text("written by another process\n")
     run.update_params(status="complete")
-    explicit = allocate("exp", out=tmp_path / "elsewhere" / "deep" / "run")
+    explicit = allocate("exp", out=tmp_path / "elsewhere" / "deep" / "run").path
     page, _ = build_report(base, tmp_path / "pages" / "report.html")
     for root in (base, explicit, tmp_path / "elsewhere", page.parent):
         assert set(owners(root).values()) == {(user, user)}, owners(root)

@@ -42,15 +42,15 @@ def test_replot_names_what_is_wrong(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     done = _replot(empty)
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert "no params.json: not an experiment's result directory" in done.stderr
 
     result = execute(EXPERIMENT, quick=True, base=tmp_path, progress=lambda _: None,
                      overrides={"trials": "2", "flows": "2", "links": "2"})
-    (result.path / "polarisation.csv").unlink()
+    (result.path / "imbalance.csv").unlink()
     done = _replot(result.path)
-    assert done.returncode == 1
-    assert "ecmp-hashing needs polarisation.csv, which is missing" in done.stderr
+    assert done.returncode == 2
+    assert "ecmp-hashing needs imbalance.csv, which is missing" in done.stderr
 
     failed = tmp_path / "failed"
     failed.mkdir()
@@ -59,9 +59,11 @@ def test_replot_names_what_is_wrong(tmp_path: Path) -> None:
     unknown = tmp_path / "unknown"
     unknown.mkdir()
     (unknown / "params.json").write_text(json.dumps({"experiment": "nope"}))
+    (unknown / "rows.csv").write_text("a\n1\n")
     done = _replot(failed, unknown)
-    assert done.returncode == 1
-    assert "did not complete (status 'failed': boom)" in done.stderr
+    assert done.returncode == 2
+    assert f"{failed}: no CSV files: nothing was measured to draw from (the run is failed)" \
+        in done.stderr
     assert "unknown experiment 'nope'" in done.stderr
 
 
