@@ -29,6 +29,28 @@ from topos import FABRICS, FabricSpec, build_fabric, validate
 from topos.builders import parse_scale
 
 DEFAULT_PROGRAM = program_path("ecmp")
+MAX_ELECTION_ID = (1 << 64) - 1  # the low 64 bits of P4Runtime's 128-bit election id
+MAX_QUEUE_SETTING = (1 << 31) - 1  # what the switches' runtime CLI takes (BMv2's i32)
+
+
+def election_id_arg(text: str) -> int:
+    """An --election-id: an integer in 0..2^64-1 (0 is an election id like any other)."""
+    return _bounded_int(text, 0, MAX_ELECTION_ID)
+
+
+def queue_setting_arg(text: str) -> int:
+    """A --queue-depth (packets) or --queue-rate (packets/s): an integer in 0..2^31-1."""
+    return _bounded_int(text, 0, MAX_QUEUE_SETTING)
+
+
+def _bounded_int(text: str, low: int, high: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"must be in {low}..{high}, got {text}")
+    return value
 
 
 def add_program_args(parser: argparse.ArgumentParser) -> None:
@@ -37,11 +59,11 @@ def add_program_args(parser: argparse.ArgumentParser) -> None:
                         help="P4 program to run on every switch (default: p4src/ecmp.p4)")
     parser.add_argument("--hash-seed", type=int, metavar="N",
                         help="the same ECMP hash seed on every switch (default: one per switch)")
-    parser.add_argument("--election-id", type=int, default=1, metavar="N",
+    parser.add_argument("--election-id", type=election_id_arg, default=1, metavar="N",
                         help="P4Runtime election id (low 64 bits; default 1)")
-    parser.add_argument("--queue-depth", type=int, metavar="PKTS",
+    parser.add_argument("--queue-depth", type=queue_setting_arg, metavar="PKTS",
                         help="egress queue depth of every port, via the runtime CLI")
-    parser.add_argument("--queue-rate", type=int, metavar="PPS",
+    parser.add_argument("--queue-rate", type=queue_setting_arg, metavar="PPS",
                         help="egress queue rate limit of every port in packets/s (0 = none)")
 
 

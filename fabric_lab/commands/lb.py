@@ -37,7 +37,7 @@ from controller.fabric import FabricController, ProgrammingError
 from controller.lb import MODES, LbError, LoadBalancing, program_path
 from controller.p4rt import P4RuntimeError
 from controller.pipeline import PipelineError, build_pipeline
-from fabric_lab.commands.controller import load_fabric
+from fabric_lab.commands.controller import election_id_arg, load_fabric
 from topos import FabricSpec, validate
 from topos.filenames import file_part
 from topos.mininet.runstate import run_dir
@@ -61,7 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="flowlet gap in microseconds (flowlet mode; default 10000)")
     parser.add_argument("--direct", action="store_true",
                         help="connect to the switches directly even if a controller runs")
-    parser.add_argument("--election-id", type=int, default=1, metavar="N",
+    parser.add_argument("--election-id", type=election_id_arg, default=1, metavar="N",
                         help="P4Runtime election id with --direct (low 64 bits; default 1)")
     parser.set_defaults(func=run)
 

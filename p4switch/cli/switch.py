@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 
+from p4switch.switch.access import exposure_warnings
 from p4switch.switch.options import OptionsError, parse_group
 
 
@@ -19,6 +20,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"p4switch: error: {line}", file=sys.stderr)
         print("Run p4switch --help for the syntax.", file=sys.stderr)
         return 2
+    for opts in group:
+        for warning in exposure_warnings(opts.grpc_addr, opts.grpc_tls):
+            print(f"p4switch: warning: {warning}", file=sys.stderr)
     from p4switch.switch.process import run_switches
 
     status = run_switches(group)

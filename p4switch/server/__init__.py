@@ -26,16 +26,33 @@ import grpc  # noqa: E402
 
 from p4switch.server.handlers import generic_handler  # noqa: E402
 from p4switch.server.service import MAX_STREAMS, P4RuntimeService  # noqa: E402
+from p4switch.switch.access import GrpcTls  # noqa: E402
 from p4switch.switch.dataplane import Dataplane  # noqa: E402
 from p4switch.switch.device import Device  # noqa: E402
 
-__all__ = ["MAX_STREAMS", "P4RuntimeServer", "P4RuntimeService"]
+__all__ = ["MAX_MESSAGE_BYTES", "MAX_STREAMS", "P4RuntimeServer", "P4RuntimeService"]
 
 # Each StreamChannel holds a worker for its lifetime and at most MAX_STREAMS are open (more are
 # refused with RESOURCE_EXHAUSTED), so UNARY_WORKERS always remain for Capabilities, Read, Write
 # and the pipeline RPCs, whatever the streams do.
 UNARY_WORKERS = 8
 MAX_WORKERS = MAX_STREAMS + UNARY_WORKERS
+# A message beyond this is refused by gRPC (RESOURCE_EXHAUSTED) before it is parsed; PI takes
+# 256 MB, which a Python switch would hold several times over while decoding it. The lab's
+# largest device config is a few MB.
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+def _credentials(tls: GrpcTls) -> grpc.ServerCredentials:
+    """The server's TLS credentials; raises OSError naming a file that cannot be read."""
+    def read(path: str) -> bytes:
+        with open(path, "rb") as f:
+            return f.read()
+
+    root = read(tls.ca) if tls.ca else None
+    return grpc.ssl_server_credentials([(read(tls.key), read(tls.cert))],
+                                       root_certificates=root,
+                                       require_client_auth=tls.client_auth)
 
 
 class ServerStartError(Exception):
@@ -43,20 +60,26 @@ class ServerStartError(Exception):
 
 
 class P4RuntimeServer:
-    def __init__(self, device: Device, dataplane: Dataplane, device_id: int, address: str):
+    def __init__(self, device: Device, dataplane: Dataplane, device_id: int, address: str,
+                 tls: GrpcTls | None = None):
         self.address = address
         self.service = P4RuntimeService(device, dataplane, device_id)
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="p4rt"),
-            options=[("grpc.max_receive_message_length", 256 * 1024 * 1024),
-                     ("grpc.max_send_message_length", 256 * 1024 * 1024),
+            options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
                      ("grpc.so_reuseport", 0),
                      # a controller that vanished without closing its stream frees its slot
                      ("grpc.keepalive_time_ms", 60_000),
                      ("grpc.keepalive_timeout_ms", 20_000)])
         self._server.add_generic_rpc_handlers((generic_handler(self.service),))
         try:
-            self.port = self._server.add_insecure_port(address)
+            if tls is None:
+                self.port = self._server.add_insecure_port(address)
+            else:
+                self.port = self._server.add_secure_port(address, _credentials(tls))
+        except OSError as exc:
+            raise ServerStartError(f"cannot read {exc.filename}: {exc.strerror}") from None
         except RuntimeError as exc:
             raise ServerStartError(f"cannot listen on {address}: {exc}") from exc
         if self.port == 0:

@@ -14,7 +14,7 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from p4switch.p4info.index import P4InfoIndex
 from p4switch.runtime.errors import RuntimeApiError
-from p4switch.server.arbitration import Arbitrator, Connection, election_id
+from p4switch.server.arbitration import MAX_CONNECTIONS, Arbitrator, Connection, request_election
 from p4switch.server.entities import EntityCodec
 from p4switch.server.handlers import Unparsable
 from p4switch.server.p4info_check import p4info_mismatch
@@ -26,7 +26,11 @@ from p4switch.switch.device import Device, ProgramLoadError
 log = logging.getLogger("p4switch.p4runtime")
 
 API_VERSION = "1.3.0"
-MAX_STREAMS = 16  # open StreamChannels (PI's limit of connections per device)
+# Streams open but not yet arbitrating are not controllers (PI does not count them either); so
+# that they cannot hold every server thread, at most MAX_UNARBITRATED wait at a time, and a
+# new stream beyond them ends the one that has waited longest (RESOURCE_EXHAUSTED).
+MAX_UNARBITRATED = 16
+MAX_STREAMS = MAX_CONNECTIONS + MAX_UNARBITRATED  # StreamChannels open at once
 SetReq: TypeAlias = p4runtime_pb2.SetForwardingPipelineConfigRequest
 GetReq = p4runtime_pb2.GetForwardingPipelineConfigRequest
 
@@ -55,6 +59,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.saved: Pipeline | None = None
         self._config_lock = threading.Lock()
         self._streams: set[Connection] = set()
+        self._unarbitrated: list[Connection] = []  # oldest first
         self._streams_lock = threading.Lock()
         # compiled programs by device-config digest (the one given on the command line too)
         self._programs: dict[bytes, Any] = {}
@@ -70,11 +75,17 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                   f"unknown device id {device_id}: this switch is device {self.device_id}")
 
     def _check_primary(self, context: grpc.ServicerContext, request: Any) -> None:
-        has_id = request.HasField("election_id")
-        if len(self.arbitrator) == 0:
-            if has_id:
-                abort(context, "PERMISSION_DENIED", "Not primary")
-        elif not self.arbitrator.is_primary(election_id(request.election_id)):
+        """Write and SetForwardingPipelineConfig come from the primary only (spec §12.2 and
+        §13.1, in this order): an unknown role is NOT_FOUND; a request without an election id,
+        or with one that is not the primary's, is PERMISSION_DENIED, also while no stream is
+        open (PI accepts requests without an election id then)."""
+        if request.role:
+            abort(context, "NOT_FOUND", f"unknown role {request.role!r}: this switch has the "
+                  "default role only")
+        election = request_election(request)
+        if election is None:
+            abort(context, "PERMISSION_DENIED", "Not primary: the request has no election id")
+        if not self.arbitrator.is_primary(election):
             abort(context, "PERMISSION_DENIED", "Not primary")
 
     def _require_pipeline(self, context: grpc.ServicerContext) -> Pipeline:
@@ -251,10 +262,16 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     def StreamChannel(self, request_iterator, context):
         conn = Connection()
         with self._streams_lock:
+            if len(self._unarbitrated) >= MAX_UNARBITRATED:
+                oldest = self._unarbitrated.pop(0)
+                oldest.send(RpcError("RESOURCE_EXHAUSTED", "Too many streams waiting to "
+                                     f"arbitrate (at most {MAX_UNARBITRATED}): this one "
+                                     "waited longest"))
             admitted = len(self._streams) < MAX_STREAMS
             if admitted:
                 self._streams.add(conn)
-        if not admitted:  # PI's limit; beyond it every stream would hold a worker thread
+                self._unarbitrated.append(conn)
+        if not admitted:  # every stream holds a worker thread
             abort(context, "RESOURCE_EXHAUSTED", f"Too many connections: this switch serves "
                   f"at most {MAX_STREAMS} StreamChannels")
         reader = threading.Thread(target=self._read_stream, args=(request_iterator, conn),
@@ -279,6 +296,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.arbitrator.remove(conn)
         with self._streams_lock:
             self._streams.discard(conn)
+            if conn in self._unarbitrated:
+                self._unarbitrated.remove(conn)
         conn.send(None)
 
     def _read_stream(self, requests, conn: Connection) -> None:
@@ -290,7 +309,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 which = req.WhichOneof("update")
                 if which == "arbitration":
                     self._arbitrate(req.arbitration, conn)
-                elif which == "packet" and conn.election is not None:
+                elif which == "packet" and conn.arbitrated:
                     self._packet_out(conn, req.packet)
                 elif which == "digest_ack" and self.arbitrator.primary() is conn:
                     pipeline = self.pipeline
@@ -305,13 +324,23 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._end_stream(conn)
 
     def _arbitrate(self, arb: p4runtime_pb2.MasterArbitrationUpdate, conn: Connection) -> None:
+        """Spec §5.3: an unknown device is NOT_FOUND on a stream's first arbitration and
+        FAILED_PRECONDITION later (its device cannot change); a role is INVALID_ARGUMENT (this
+        switch knows no role scheme: the default role, full pipeline access, only)."""
         if arb.device_id != self.device_id:
-            raise RpcError("FAILED_PRECONDITION", f"Invalid device id {arb.device_id}: this "
-                           f"switch is device {self.device_id}")
+            code = "FAILED_PRECONDITION" if conn.arbitrated else "NOT_FOUND"
+            raise RpcError(code, f"Invalid device id {arb.device_id}: this switch is device "
+                           f"{self.device_id}")
+        if arb.HasField("role"):
+            raise RpcError("INVALID_ARGUMENT", f"role {arb.role.name!r}: this switch has the "
+                           "default role only (leave the role unset)")
         try:
-            self.arbitrator.arbitrate(conn, election_id(arb.election_id))
+            self.arbitrator.arbitrate(conn, request_election(arb))
         except RuntimeApiError as exc:
             raise RpcError(exc.code, exc.message) from None
+        with self._streams_lock:
+            if conn in self._unarbitrated:
+                self._unarbitrated.remove(conn)
 
     def _packet_out(self, conn: Connection, packet: p4runtime_pb2.PacketOut) -> None:
         pipeline = self.pipeline

@@ -2,13 +2,17 @@
 
     p4switch -i 1@s1-eth1 -i 2@s1-eth2 --device-id 1 [--cpu-port N] [--priority-queues N]
              [--pcap [DIR]] [--log-console] [--log-level LEVEL] [--drop-port N]
-             [--thrift-port N] [--pipeline auto|native|python|c]
+             [--thrift-port N] [--runtime-secret-file FILE] [--pipeline auto|native|python|c]
              (PROGRAM | --no-p4) [-- --grpc-server-addr ADDR ...]
 
 As in BMv2, target options (`--grpc-server-addr`, `--cpu-port`, `--drop-port`,
 `--priority-queues`) follow a `--`; the last three are also accepted before it. PROGRAM is a `.p4`
 file or a device-config bundle written by `p4switch-compile` (`*.p4switch.json`). Unlike BMv2,
-the gRPC server binds to loopback unless `--grpc-server-addr` says otherwise.
+the gRPC server binds to loopback unless `--grpc-server-addr` says otherwise (a warning says so
+when it does). As in BMv2, `-- --grpc-server-ssl --grpc-server-cert PEM --grpc-server-key PEM`
+serves P4Runtime over TLS, and `--grpc-server-cacert PEM --grpc-server-with-client-auth` admits
+only clients with a certificate that CA signed. `--runtime-secret-file FILE` (p4switch-only):
+every runtime CLI connection must first send `auth <the file's first line>`.
 
 Several switches in one process (p4switch-only): their command lines joined by `::`,
 
@@ -25,6 +29,7 @@ import argparse
 import os
 from dataclasses import dataclass, field
 
+from p4switch.switch.access import GrpcTls, OptionsError, grpc_tls, read_secret
 from p4switch.switch.device import PIPELINES
 
 LOG_LEVELS = ("trace", "debug", "info", "warn", "error", "off")
@@ -33,10 +38,7 @@ DEFAULT_THRIFT_PORT = 9090
 MAX_PORT = 511
 MAX_PRIORITY_QUEUES = 8  # standard_metadata.priority is 3 bits
 GROUP_SEPARATOR = "::"  # between the command lines of a switch group
-
-
-class OptionsError(Exception):
-    """Bad or conflicting command-line arguments; the message says which."""
+MAX_DEVICE_ID = (1 << 64) - 1  # P4Runtime's device_id is a uint64
 
 
 @dataclass
@@ -56,6 +58,9 @@ class SwitchOptions:
     pfc: bool = True  # p4switch-only: honour received PFC frames in the traffic manager
     pfc_link_mbps: float | None = None  # rate PFC quanta refer to (default: interface speed)
     pipeline: str = "auto"  # p4switch-only: native, python, c or auto (device.py)
+    grpc_tls: GrpcTls | None = None  # P4Runtime over TLS
+    runtime_secret: bytes | None = None  # the runtime CLI's shared secret
+
 
 
 def _interface(text: str) -> tuple[int, str]:
@@ -85,7 +90,9 @@ def main_parser() -> argparse.ArgumentParser:
         prog="p4switch",
         description="Embedded v1model P4 switch, command-line compatible with simple_switch_grpc.",
         epilog="Target options after '--': --grpc-server-addr ADDR (default "
-        f"{DEFAULT_GRPC_ADDR}), --cpu-port N, --drop-port N, --priority-queues N.",
+        f"{DEFAULT_GRPC_ADDR}), --grpc-server-ssl, --grpc-server-cert PEM, --grpc-server-key "
+        "PEM, --grpc-server-cacert PEM, --grpc-server-with-client-auth, --cpu-port N, "
+        "--drop-port N, --priority-queues N.",
     )
     p.add_argument("-i", "--interface", type=_interface, action="append", default=[],
                    metavar="PORT@IFACE", help="attach interface IFACE as port PORT (repeatable)")
@@ -93,6 +100,9 @@ def main_parser() -> argparse.ArgumentParser:
                    help="write <iface>_in.pcap / <iface>_out.pcap per port into DIR (default .)")
     p.add_argument("--thrift-port", type=_uint, default=DEFAULT_THRIFT_PORT, metavar="N",
                    help="TCP port of the runtime CLI channel on loopback (default 9090)")
+    p.add_argument("--runtime-secret-file", metavar="FILE",
+                   help="p4switch-only: runtime CLI clients must first send 'auth SECRET', "
+                   "SECRET being this file's first line")
     p.add_argument("--device-id", type=_uint, default=0, metavar="N",
                    help="P4Runtime device id (default 0)")
     p.add_argument("--log-console", action="store_true", help="log to stderr")
@@ -121,6 +131,11 @@ def main_parser() -> argparse.ArgumentParser:
 def target_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="p4switch ... --", add_help=False)
     p.add_argument("--grpc-server-addr", metavar="ADDR")
+    p.add_argument("--grpc-server-ssl", action="store_true")
+    p.add_argument("--grpc-server-cert", metavar="PEM")
+    p.add_argument("--grpc-server-key", metavar="PEM")
+    p.add_argument("--grpc-server-cacert", metavar="PEM")
+    p.add_argument("--grpc-server-with-client-auth", action="store_true")
     _add_target_options(p)
     return p
 
@@ -171,6 +186,15 @@ def parse_args(argv: list[str]) -> SwitchOptions:
     if target_ns.grpc_server_addr:
         opts.grpc_addr = target_ns.grpc_server_addr
     errors += _check_addr(opts.grpc_addr)
+    if opts.device_id > MAX_DEVICE_ID:
+        errors.append(f"--device-id must be in 0..{MAX_DEVICE_ID} (64 bits), got {opts.device_id}")
+    opts.grpc_tls, tls_errors = grpc_tls(target_ns)
+    errors += tls_errors
+    if main_ns.runtime_secret_file is not None:
+        try:
+            opts.runtime_secret = read_secret(main_ns.runtime_secret_file)
+        except OptionsError as exc:
+            errors.append(f"--runtime-secret-file {exc}")
 
     if main_ns.no_p4 and main_ns.program:
         errors.append(f"--no-p4 and a program ({main_ns.program}) are mutually exclusive")

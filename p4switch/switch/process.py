@@ -115,7 +115,8 @@ class Switch:
         commands = SwitchCommands(tm, dict(opts.interfaces), self.port_up, device.now_us,
                                   self._port_counters, self.dataplane.pause_hold)
         try:
-            self.cli_server = RuntimeCommandServer(device, commands, opts.thrift_port)
+            self.cli_server = RuntimeCommandServer(device, commands, opts.thrift_port,
+                                                   secret=opts.runtime_secret)
         except OSError as exc:
             self.close()
             raise StartupError(f"cannot listen on 127.0.0.1:{opts.thrift_port} for the runtime "
@@ -124,7 +125,8 @@ class Switch:
         from p4switch.server import P4RuntimeServer, ServerStartError
 
         try:
-            self.grpc = P4RuntimeServer(device, self.dataplane, opts.device_id, opts.grpc_addr)
+            self.grpc = P4RuntimeServer(device, self.dataplane, opts.device_id, opts.grpc_addr,
+                                        opts.grpc_tls)
         except ServerStartError as exc:
             self.close()
             raise StartupError(str(exc)) from None

@@ -4,6 +4,11 @@ Protocol (one request per line, one reply per line):
     client -> switch:  <command line>\\n           e.g. "set_queue_rate 100 2"
     switch -> client:  {"ok": true|false, "output": "<text>"}\\n
 
+With a shared secret (p4switch --runtime-secret-file), a connection's first line must be
+`auth <secret>`; anything else is refused and the connection closed. A line longer than
+`MAX_LINE_BYTES` is refused unread; at most `MAX_CONNECTIONS` clients are served at once. Words
+are split on whitespace (as BMv2's CLI does); `#` starts a comment.
+
 Table, counter, meter, register, multicast and mirroring commands run through the runtime
 state's interpreter (`p4switch.runtime.cli_commands.CliInterpreter`); queue and port commands run
 against the traffic manager and ports (`SwitchCommands`). p4switch-only commands:
@@ -19,9 +24,10 @@ port's traffic, p4switch/switch/pfc.py `PauseHold`).
 from __future__ import annotations
 
 import contextlib
+import hmac
 import json
 import logging
-import shlex
+import math
 import socket
 import threading
 from collections.abc import Callable
@@ -34,6 +40,11 @@ from p4switch.switch.pfc_watchdog import WatchdogConfig
 from p4switch.switch.tm import TrafficManager
 
 log = logging.getLogger("p4switch.runtime_cli")
+MAX_LINE_BYTES = 64 * 1024
+MAX_CONNECTIONS = 32
+AUTH_TIMEOUT_S = 5.0  # a connection that has not sent its secret by then is closed
+MAX_INT_ARG = (1 << 31) - 1  # counts, ports, milliseconds: BMv2's thrift i32
+MAX_RATE_PPS = 1e12
 
 
 class CommandError(Exception):
@@ -42,9 +53,25 @@ class CommandError(Exception):
 
 def _int(text: str, what: str) -> int:
     try:
-        return int(text, 0)
+        value = int(text, 0)
     except ValueError:
-        raise CommandError(f"{what} must be an integer, got {text!r}") from None
+        raise CommandError(f"{what} must be an integer, got {_shown(text)}") from None
+    if not 0 <= value <= MAX_INT_ARG:
+        raise CommandError(f"{what} must be in 0..{MAX_INT_ARG}, got {_shown(text)}")
+    return value
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 40 else f"{text[:40]!r}... ({len(text)} characters)"
+
+
+def command_words(line: str) -> list[str]:
+    """The words of a command line up to a comment; linear in its length."""
+    words = line.split()
+    for i, word in enumerate(words):
+        if word.startswith("#"):
+            return words[:i]
+    return words
 
 
 class SwitchCommands:
@@ -64,6 +91,9 @@ class SwitchCommands:
     # hooks API --------------------------------------------------------------------------
     def set_queue_depth(self, depth: int, port: int | None = None,
                         prio: int | None = None) -> None:
+        if not 0 <= depth <= MAX_INT_ARG:
+            raise RuntimeApiError("INVALID_ARGUMENT", f"queue depth must be in 0..{MAX_INT_ARG} "
+                                  f"packets, got {depth}")
         try:
             self.tm.set_queue_depth(depth, port, prio)
         except ValueError as exc:
@@ -71,6 +101,9 @@ class SwitchCommands:
 
     def set_queue_rate(self, rate_pps: float, port: int | None = None,
                        prio: int | None = None) -> None:
+        if not (math.isfinite(rate_pps) and 0 <= rate_pps <= MAX_RATE_PPS):
+            raise RuntimeApiError("INVALID_ARGUMENT", f"queue rate must be in 0..{MAX_RATE_PPS:g} "
+                                  f"packets/s, got {rate_pps}")
         try:
             self.tm.set_queue_rate(rate_pps, port, prio)
         except ValueError as exc:
@@ -99,7 +132,7 @@ class SwitchCommands:
                 try:
                     value: float = float(args[0])
                 except ValueError:
-                    raise CommandError(f"rate must be a number, got {args[0]!r}") from None
+                    raise CommandError(f"rate must be a number, got {_shown(args[0])}") from None
             else:
                 value = _int(args[0], "depth")
             port = _int(args[1], "port") if len(args) > 1 else None
@@ -190,12 +223,14 @@ class SwitchCommands:
 
 
 class RuntimeCommandServer:
-    """Serves runtime commands on 127.0.0.1:<port>, one thread per client connection."""
+    """Serves runtime commands on 127.0.0.1:<port>, one thread per client connection (at most
+    MAX_CONNECTIONS); with `secret`, only to clients that send `auth <secret>` first."""
 
     def __init__(self, device: Device, switch_commands: SwitchCommands, port: int,
-                 host: str = "127.0.0.1"):
+                 host: str = "127.0.0.1", secret: bytes | None = None):
         self.device = device
         self.switch_commands = switch_commands
+        self.secret = secret
         self._interp = None
         self._interp_generation = -1
         self.sock = socket.create_server((host, port), reuse_port=False)
@@ -212,10 +247,7 @@ class RuntimeCommandServer:
 
     def execute(self, line: str) -> str:
         """Run one command line; raises CommandError (or the interpreter's error)."""
-        try:
-            argv = shlex.split(line, comments=True)
-        except ValueError as exc:
-            raise CommandError(f"cannot parse command: {exc}") from None
+        argv = command_words(line)
         if not argv:
             return ""
         with self.device.lock:
@@ -233,7 +265,7 @@ class RuntimeCommandServer:
                 return self.switch_commands.execute(argv)
             if interp is None:
                 raise CommandError(f"{argv[0]}: no P4 program is loaded")
-            output = interp.execute(line) or ""
+            output = interp.execute(" ".join(argv)) or ""
             if interp.failed:
                 raise CommandError(output)
             return output
@@ -255,15 +287,47 @@ class RuntimeCommandServer:
             except OSError:
                 return
             with self._conns_lock:
-                self._conns.add(conn)
+                admitted = len(self._conns) < MAX_CONNECTIONS
+                if admitted:
+                    self._conns.add(conn)
+            if not admitted:
+                with conn, contextlib.suppress(OSError):
+                    conn.sendall(_encode(False, f"too many runtime CLI connections (at most "
+                                                f"{MAX_CONNECTIONS}); try again later"))
+                    conn.shutdown(socket.SHUT_WR)
+                continue
             threading.Thread(target=self._serve, args=(conn,), name="runtime-cli-conn",
                              daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
+        authenticated = self.secret is None
+        if not authenticated:
+            conn.settimeout(AUTH_TIMEOUT_S)
         try:
             with conn, conn.makefile("rwb") as f:
-                for raw in f:
-                    reply = self._reply(raw.decode("utf-8", "replace").strip())
+                while True:
+                    raw = f.readline(MAX_LINE_BYTES + 1)
+                    if not raw:
+                        return
+                    if len(raw) > MAX_LINE_BYTES:
+                        f.write(_encode(False, f"command line longer than {MAX_LINE_BYTES} "
+                                               "bytes: refused"))
+                        f.flush()
+                        if not _skip_line(f):
+                            return
+                        continue
+                    line = raw.decode("utf-8", "replace").strip()
+                    if not authenticated:
+                        authenticated = self._authenticate(line)
+                        f.write(_encode(authenticated, "authenticated" if authenticated else
+                                        "authentication failed: this switch needs 'auth "
+                                        "<secret>' as the first line (--runtime-secret-file)"))
+                        f.flush()
+                        if not authenticated:
+                            return
+                        conn.settimeout(None)
+                        continue
+                    reply = self._reply(line)
                     f.write(json.dumps(reply).encode() + b"\n")
                     f.flush()
         except OSError:
@@ -271,6 +335,12 @@ class RuntimeCommandServer:
         finally:
             with self._conns_lock:
                 self._conns.discard(conn)
+
+    def _authenticate(self, line: str) -> bool:
+        assert self.secret is not None
+        words = line.split()
+        given = words[1].encode() if len(words) == 2 and words[0] == "auth" else b""
+        return hmac.compare_digest(given, self.secret)
 
     def _reply(self, line: str) -> dict:
         try:
@@ -288,3 +358,17 @@ class RuntimeCommandServer:
             for c in self._conns:
                 with contextlib.suppress(OSError):
                     c.shutdown(socket.SHUT_RDWR)
+
+
+def _encode(ok: bool, output: str) -> bytes:
+    return json.dumps({"ok": ok, "output": output}).encode() + b"\n"
+
+
+def _skip_line(f) -> bool:
+    """Read past the rest of an over-long line without keeping it; False at end of stream."""
+    while True:
+        chunk = f.readline(MAX_LINE_BYTES)
+        if not chunk:
+            return False
+        if chunk.endswith(b"\n"):
+            return True

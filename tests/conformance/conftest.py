@@ -22,6 +22,7 @@ from topos.mininet.procs import accepts, spawn, stop_child
 from topos.model import Switch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "p4switch" / "switch"))
+from conf_program import fwd_entry
 from sw_p4rt import Client
 
 from tests.ports import loose_port
@@ -75,9 +76,9 @@ class Rig:
             assert time.monotonic() < deadline, f"no stream slot: {c.stream_error}"
             time.sleep(0.05)
 
-    def client(self, election: int | None = -1) -> Client:
+    def client(self, election: int | None | object = -1) -> Client:
         """A client with a stream, arbitrating with `election` (-1: a new id above all before;
-        None: no stream)."""
+        sw_p4rt.UNSET: no election id; None: no stream)."""
         if election == -1:
             election = next(_elections)
         c = Client(self.addr, self.device_id, election)
@@ -92,12 +93,7 @@ class Rig:
         return self.index.id(kind, f"ConfIngress.{name}" if "." not in name else name)
 
     def fwd(self, port: int, out: int = 1, *, action: str = "forward") -> pb.TableEntry:
-        te = pb.TableEntry(table_id=self.id("tables", "fwd"))
-        te.match.add(field_id=1).exact.value = port.to_bytes(2, "big")
-        te.action.action.action_id = self.id("actions", action)
-        if action == "forward":
-            te.action.action.params.add(param_id=1, value=out.to_bytes(2, "big"))
-        return te
+        return fwd_entry(self.index, port, out, action=action)
 
     def entries(self, table: str = "") -> list[pb.TableEntry]:
         """Every entry of `table` (all tables when empty), read back."""
@@ -118,6 +114,15 @@ def switch(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     pipeline = build_pipeline(PROGRAM, target)
     log = tmp_path_factory.mktemp(f"conformance-{target.name}") / "switch.log"
     with started(target, log) as model:
+        yield target, model, pipeline
+
+
+@pytest.fixture
+def bare(switch: tuple[Target, Switch, Pipeline], tmp_path: Path
+         ) -> Iterator[tuple[Target, Switch, Pipeline]]:
+    """A switch of the module's target of its own: no stream has ever been open on it."""
+    target, _, pipeline = switch
+    with started(target, tmp_path / "switch.log") as model:
         yield target, model, pipeline
 
 

@@ -39,7 +39,7 @@ def test_primary_then_backup_then_duplicate(switch):
 def test_wrong_device_id_is_refused(switch):
     with pytest.raises(P4RuntimeError) as err:
         P4RuntimeClient(switch.address, 99, timeout=5).connect()
-    assert err.value.code == "FAILED_PRECONDITION"
+    assert err.value.code == "NOT_FOUND"  # spec §5.3: a first arbitration for no such device
     assert "device 99" in str(err.value)
 
 

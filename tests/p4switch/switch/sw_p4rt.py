@@ -36,20 +36,37 @@ def load_p4info(path: Path) -> p4info_pb2.P4Info:
     return p4info
 
 
+UNSET = object()  # an arbitration without an election id
+
+
 class Client:
-    def __init__(self, addr: str, device_id: int = 0, election: int | None = 1):
-        self.channel = grpc.insecure_channel(addr)
+    """A P4Runtime client; with an election id (or UNSET) it opens a stream and arbitrates,
+    with None it has no stream (`open_stream()` opens a silent one)."""
+
+    def __init__(self, addr: str, device_id: int = 0, election: int | None | object = 1,
+                 credentials: grpc.ChannelCredentials | None = None,
+                 options: tuple = ()):
+        self.channel = (grpc.insecure_channel(addr, options) if credentials is None
+                        else grpc.secure_channel(addr, credentials, options))
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self.device_id = device_id
-        self.election = election
+        self.election: int | None = None
         self._out: queue.Queue = queue.Queue()
         self.incoming: queue.Queue = queue.Queue()
         self.stream_error: grpc.RpcError | None = None
         self._stream = None
-        if election is not None:
-            self._stream = self.stub.StreamChannel(iter(self._out.get, None))
-            threading.Thread(target=self._pump, daemon=True).start()
-            self.arbitrate(election)
+        if election is UNSET:
+            self.open_stream()
+            msg = p4runtime_pb2.StreamMessageRequest()
+            msg.arbitration.device_id = device_id
+            self._out.put(msg)
+        elif election is not None:
+            self.open_stream()
+            self.arbitrate(election)  # type: ignore[arg-type]
+
+    def open_stream(self) -> None:
+        self._stream = self.stub.StreamChannel(iter(self._out.get, None))
+        threading.Thread(target=self._pump, daemon=True).start()
 
     def _pump(self) -> None:
         try:
@@ -65,6 +82,9 @@ class Client:
         msg.arbitration.election_id.high = election >> 64
         msg.arbitration.election_id.low = election & ((1 << 64) - 1)
         self.election = election
+        self._out.put(msg)
+
+    def send(self, msg: p4runtime_pb2.StreamMessageRequest) -> None:
         self._out.put(msg)
 
     def next(self, kind: str, timeout: float = 5.0):

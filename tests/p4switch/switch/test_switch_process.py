@@ -35,9 +35,9 @@ def test_no_p4_switch_serves_and_stops_cleanly(net):
             stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
             caps = stub.Capabilities(p4runtime_pb2.CapabilitiesRequest())
             assert caps.p4runtime_api_version == "1.3.0"
-            with pytest.raises(grpc.RpcError) as err:
+            with pytest.raises(grpc.RpcError) as err:  # no election id: not the primary's
                 stub.Write(p4runtime_pb2.WriteRequest(device_id=3))
-            assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+            assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
             with pytest.raises(grpc.RpcError) as err:
                 list(stub.Read(p4runtime_pb2.ReadRequest(device_id=3)))
             assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
@@ -48,7 +48,7 @@ def test_no_p4_switch_serves_and_stops_cleanly(net):
             with pytest.raises(grpc.RpcError) as err:
                 stub.SetForwardingPipelineConfig(
                     p4runtime_pb2.SetForwardingPipelineConfigRequest(device_id=3))
-            assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # action UNSPECIFIED
+            assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
         start = time.monotonic()
         assert sw.stop() == 0
         assert time.monotonic() - start < 1.0
