@@ -76,6 +76,7 @@ FABRICS: dict[str, Isolation] = {
     "cluster": Isolation("cl", 13400),
     "congestion-bmv2": Isolation("cv", 13600),
     "congestion": Isolation("cg", 13800),
+    "hostile-validate": Isolation("hv", 32000),  # fabric files refused before bring-up
 }
 
 EXPERIMENT_RUNS: dict[str, ExperimentRun] = {
