@@ -15,11 +15,12 @@ from pathlib import Path
 from p4.config.v1 import p4info_pb2
 
 from targets import CompileError, Target, TargetError, get_target
-from topos.errors import FabricLabError
+from topos.errors import InputError
 
 
-class PipelineError(FabricLabError, RuntimeError):
-    """The program could not be turned into pipeline artefacts for the target."""
+class PipelineError(InputError, RuntimeError):
+    """The program could not be turned into pipeline artefacts for the target: it is missing,
+    unreadable, not text, or the target's compiler rejects it."""
 
 
 @dataclass
@@ -41,7 +42,14 @@ def build_pipeline(program: str | Path, target: Target | str, *,
     """Compile `program` for `target` (a Target or its name: p4switch, bmv2, auto)."""
     path = Path(program)
     if not path.is_file():
-        raise PipelineError(f"P4 program {path} does not exist")
+        raise PipelineError(f"P4 program {path} does not exist"
+                            + (" as a file" if path.exists() else ""))
+    try:
+        path.read_bytes().decode("utf-8")
+    except OSError as err:
+        raise PipelineError(f"P4 program {path} cannot be read: {err.strerror or err}") from None
+    except UnicodeDecodeError:
+        raise PipelineError(f"P4 program {path} is not a text file") from None
     try:
         resolved = get_target(target)
         compiled = resolved.compile(path, include_dirs or [])

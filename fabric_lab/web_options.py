@@ -7,20 +7,11 @@ from __future__ import annotations
 import argparse
 import ipaddress
 
+from fabric_lab.arguments import number
+from topos.values import LISTEN_PORT
+
 DEFAULT_PORT = 8700
 DEFAULT_HOST = "127.0.0.1"
-
-
-def web_port(text: str) -> int:
-    """A TCP port, 0 meaning "any free one"."""
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(
-            f"must be within 1..65535 (or 0: any free port), not {port}")
-    return port
 
 
 def web_host(text: str) -> str:
@@ -34,7 +25,7 @@ def web_host(text: str) -> str:
 def add_web_args(parser: argparse.ArgumentParser, what: str) -> None:
     """The web view's options; `what`: the help of `--web`."""
     parser.add_argument("--web", action="store_true", help=what)
-    parser.add_argument("--web-port", type=web_port, default=DEFAULT_PORT, metavar="PORT",
+    parser.add_argument("--web-port", type=number(LISTEN_PORT), default=DEFAULT_PORT, metavar="PORT",
                         help=f"port of the web view (default {DEFAULT_PORT}; 0 picks a free one)")
     parser.add_argument("--web-host", type=web_host, default=DEFAULT_HOST, metavar="ADDR",
                         help=f"address the web view listens on (default {DEFAULT_HOST}, this "

@@ -36,6 +36,8 @@ from jobs.scale import Scale
 
 NCCL_TESTS_VERSION = "2.19.6"  # the nccl-tests whose output this reproduces
 AVERAGES = {0: "rank 0", 1: "average", 2: "minimum", 3: "maximum"}
+MAX_SIZES = 1000  # rows of one sweep
+MAX_ITERS = 10_000  # iterations of one kind per size: -n, -w, -c
 
 
 @dataclass
@@ -102,12 +104,12 @@ class PerfOptions:
 
     def problems(self) -> list[str]:
         out = []
-        if self.iters < 1:
-            out.append(f"-n must be >= 1, got {self.iters}")
-        if self.warmup < 0:
-            out.append(f"-w must be >= 0, got {self.warmup}")
-        if self.check < 0:
-            out.append(f"-c must be >= 0, got {self.check}")
+        if not 1 <= self.iters <= MAX_ITERS:
+            out.append(f"-n must be >= 1 and <= {MAX_ITERS}, got {self.iters}")
+        if not 0 <= self.warmup <= MAX_ITERS:
+            out.append(f"-w must be >= 0 and <= {MAX_ITERS}, got {self.warmup}")
+        if not 0 <= self.check <= MAX_ITERS:
+            out.append(f"-c must be >= 0 and <= {MAX_ITERS}, got {self.check}")
         if self.average not in AVERAGES:
             out.append(f"-a must be one of {', '.join(map(str, AVERAGES))}, got {self.average}")
         if self.channels is not None and not 1 <= self.channels <= 32:
@@ -133,6 +135,9 @@ def sizes(min_bytes: int, max_bytes: int, factor: int, step_bytes: int = 0) -> l
         raise ValueError(f"sizes must satisfy 0 < min ({min_bytes}) <= max ({max_bytes})")
     if factor < 1 or (factor == 1 and step_bytes <= 0):
         raise ValueError("the step factor must be >= 2, or 1 with a step of bytes > 0")
+    if factor == 1 and (max_bytes - min_bytes) // step_bytes >= MAX_SIZES:
+        raise ValueError(f"-i {step_bytes} from {min_bytes} to {max_bytes} is more than "
+                         f"{MAX_SIZES} sizes")
     out, size = [], min_bytes
     while size <= max_bytes:
         out.append(size)

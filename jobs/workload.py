@@ -35,6 +35,9 @@ from typing import Any
 
 import yaml  # type: ignore[import-untyped]
 
+from topos.errors import InputError
+from topos.values import ITERATIONS, SECONDS, fault_message
+
 SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
 
@@ -42,16 +45,18 @@ KEYS = ("name", "servers", "gpus_per_server", "parallelism", "compute_s", "backw
         "gradient_bytes", "buckets", "overlap", "iterations", "tensor_bytes", "pipeline_bytes",
         "microbatches", "expert_bytes")
 DEGREES = ("data", "tensor", "pipeline", "expert")
+MAX_SIZE = 1 << 50  # a modelled size (1 PiB), beyond any model's gradients
+MAX_FILE_BYTES = 1 << 20
 
 
-class WorkloadError(ValueError):
-    """A job description with one or more errors; `errors` lists them all."""
+class WorkloadError(InputError):
+    """A job description with one or more errors; `errors` lists them all (the message the
+    first few, `topos.values.fault_message`)."""
 
     def __init__(self, source: str, errors: list[str]) -> None:
         self.source = source
         self.errors = errors
-        lines = "\n".join(f"  {source}: {e}" for e in errors)
-        super().__init__(f"{len(errors)} error(s) in job {source}:\n{lines}")
+        super().__init__(fault_message(f"job {source}", errors))
 
 
 @dataclass(frozen=True)
@@ -224,9 +229,15 @@ def _convert(value: Any, kind: str) -> Any:
             raise ValueError(f"an integer >= 1, not {value!r}")
         return value
     if kind == "seconds":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise ValueError(f"a time in seconds > 0, not {value!r}")
+        fault = SECONDS.problem(value)
+        if fault:
+            raise ValueError(f"a time in seconds: {fault}")
         return float(value)
+    if kind == "iterations":
+        fault = ITERATIONS.problem(value)
+        if fault:
+            raise ValueError(fault)
+        return value
     if kind == "fraction":
         if isinstance(value, bool):
             return 1.0 if value else 0.0
@@ -238,7 +249,10 @@ def _convert(value: Any, kind: str) -> Any:
             raise ValueError(f"a fraction in (0, 1], not {value!r}")
         return float(value)
     if kind == "size":
-        return parse_size(value)
+        size = parse_size(value)
+        if size > MAX_SIZE:
+            raise ValueError(f"at most {MAX_SIZE >> 50}P bytes, not {value!r}")
+        return size
     raise AssertionError(kind)
 
 
@@ -266,7 +280,7 @@ def validate(data: Any, source: str = "<job>") -> Workload:
         "gradient_bytes": r.get(data, "gradient_bytes", "gradient_bytes", _REQUIRED, "size"),
         "buckets": r.get(data, "buckets", "buckets", 1, "count"),
         "overlap": r.get(data, "overlap", "overlap", 0.0, "fraction"),
-        "iterations": r.get(data, "iterations", "iterations", 1, "count"),
+        "iterations": r.get(data, "iterations", "iterations", 1, "iterations"),
         "backward_fraction": r.get(data, "backward_fraction", "backward_fraction", 2 / 3,
                                    "open_fraction"),
         "tensor_bytes": r.get(data, "tensor_bytes", "tensor_bytes", 0, "size"),
@@ -328,15 +342,28 @@ def find(name: str | Path) -> Path:
 
 
 def load(path: str | Path) -> Workload:
-    """Read and validate a job file (.yaml/.yml or .json)."""
+    """Read and validate a job file (.yaml/.yml or .json); WorkloadError naming the path for a
+    file that cannot be read, is not text, is empty or is not valid."""
     path = Path(path)
-    text = path.read_text()
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise WorkloadError(str(path), [f"is {path.stat().st_size} bytes (a job file is at "
+                                            f"most {MAX_FILE_BYTES})"])
+        text = path.read_bytes().decode("utf-8")
+    except OSError as error:
+        raise WorkloadError(str(path), [f"cannot be read: {error.strerror or error}"]) from None
+    except UnicodeDecodeError:
+        raise WorkloadError(str(path), ["is not a text file (a job file is YAML or JSON "
+                                        "text)"]) from None
+    if not text.strip():
+        raise WorkloadError(str(path), ["is empty"])
     try:
         if path.suffix in (".yaml", ".yml"):
             data = yaml.safe_load(text)
         else:
             data = json.loads(text)
     except (yaml.YAMLError, json.JSONDecodeError) as error:
+        detail = " ".join(str(error).split())  # YAML's errors span lines
         raise WorkloadError(str(path), [f"not valid {path.suffix.lstrip('.') or 'JSON'}: "
-                                        f"{error}"]) from None
+                                        f"{detail}"]) from None
     return validate(data, str(path))

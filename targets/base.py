@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from targets.programs import find_program
-from topos.errors import FabricLabError
+from topos.errors import InputError, MachineError
 
 if TYPE_CHECKING:
     from p4.config.v1 import p4info_pb2
@@ -28,16 +28,16 @@ if TYPE_CHECKING:
     from topos.model import Switch
 
 
-class TargetError(FabricLabError, ValueError):
+class TargetError(InputError):
     """An unknown target name."""
 
 
-class TargetUnavailable(FabricLabError, RuntimeError):
-    """The target's programs are not installed."""
+class TargetUnavailable(MachineError):
+    """The target's programs (its switch, its compiler) are not installed."""
 
 
-class CompileError(FabricLabError, RuntimeError):
-    """The target's compiler rejected the program, or is missing."""
+class CompileError(InputError, RuntimeError):
+    """The target's compiler rejected the program."""
 
 
 @dataclass(frozen=True)

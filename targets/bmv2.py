@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from targets.base import Capabilities, Compiled, CompileError, Target
+from targets.base import Capabilities, Compiled, CompileError, Target, TargetUnavailable
 from targets.programs import find_program
 from targets.runtime_cli import ProcessCli, RuntimeCli, RuntimeCliError
 
@@ -46,7 +46,7 @@ class Bmv2Target(Target):
 
         compiler = find_program(COMPILER)
         if compiler is None:
-            raise CompileError(f"target bmv2 needs {COMPILER} on PATH (install p4c)")
+            raise TargetUnavailable(f"target bmv2 needs {COMPILER} on PATH (install p4c)")
         with tempfile.TemporaryDirectory(prefix="fabric-lab-p4c-") as tmp:
             outdir = Path(tmp)
             argv = [compiler, *self.compile_argv(program, outdir, include_dirs)[1:]]

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from targets.base import Capabilities, Compiled, CompileError, Target
+from targets.base import Capabilities, Compiled, CompileError, Target, TargetUnavailable
 from targets.programs import find_program
 from targets.runtime_cli import RuntimeCli, SocketCli
 
@@ -55,7 +55,7 @@ class P4SwitchTarget(Target):
             from p4switch.compiler import P4CompileError, compile_program
             from p4switch.p4info import build_p4info
         except ImportError as err:
-            raise CompileError(f"the p4switch compiler is not available ({err})") from None
+            raise TargetUnavailable(f"the p4switch compiler is not available ({err})") from None
         try:
             compiled = compile_program(program, include_dirs=list(include_dirs))
         except P4CompileError as err:

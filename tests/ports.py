@@ -77,6 +77,7 @@ FABRICS: dict[str, Isolation] = {
     "congestion-bmv2": Isolation("cv", 13600),
     "congestion": Isolation("cg", 13800),
     "jobs-train-interrupt": Isolation("tq", 32200),
+    "hostile-validate": Isolation("hv", 32000),  # fabric files refused before bring-up
 }
 
 EXPERIMENT_RUNS: dict[str, ExperimentRun] = {

@@ -20,7 +20,6 @@ from topos.model import CPU_PORT, FabricSpec
 GRPC_PORT_BASE = 9559
 THRIFT_PORT_BASE = 9090
 NIC_PREFIXLEN = 16
-IFNAMSIZ = 15  # Linux interface names are at most 15 characters
 
 
 def intf_name(node: str, port: int) -> str:

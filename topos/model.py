@@ -228,25 +228,10 @@ class FabricSpec:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FabricSpec:
-        data = dict(data)
-        schema = data.pop("schema", SCHEMA_VERSION)
-        if schema != SCHEMA_VERSION:
-            raise ValueError(f"fabric JSON schema {schema} is not supported (expected "
-                             f"{SCHEMA_VERSION})")
-        return cls(
-            name=data["name"],
-            kind=data["kind"],
-            params=dict(data.get("params", {})),
-            description=data.get("description", ""),
-            switches=[Switch(**sw) for sw in data.get("switches", [])],
-            hosts=[Host(name=h["name"], group=h.get("group"),
-                        nics=[Nic(**n) for n in h.get("nics", [])])
-                   for h in data.get("hosts", [])],
-            links=[Link(a=Endpoint(**ln["a"]), b=Endpoint(**ln["b"]),
-                        rate_mbps=ln.get("rate_mbps"), delay_ms=ln.get("delay_ms"),
-                        queue_pkts=ln.get("queue_pkts"), mtu=ln.get("mtu"))
-                   for ln in data.get("links", [])],
-        )
+        """The fabric `to_dict` wrote; every field's type checked (`topos.fabric_file`)."""
+        from topos.fabric_file import spec_from_dict
+
+        return spec_from_dict(data)
 
     @classmethod
     def from_json(cls, text: str) -> FabricSpec:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from topos.model import FabricSpec
 from topos.validation import validate
-
-IFNAMSIZ = 15
+from topos.values import IFNAMSIZ
 
 
 def prefixed(spec: FabricSpec, prefix: str, grpc_base: int, thrift_base: int) -> FabricSpec:

@@ -7,23 +7,30 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-from topos.addressing import IFNAMSIZ
-from topos.errors import FabricLabError
+from topos.errors import InputError
 from topos.model import CPU_PORT, DROP_PORT, FabricSpec
+from topos.values import (
+    DELAY_MS,
+    IFNAMSIZ,
+    MTU,
+    QUEUE_PKTS,
+    RATE_MBPS,
+    TCP_PORT,
+    fault_message,
+    name_problem,
+)
 
 _MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
-_BAD_IFNAME = re.compile(r"[\s/:]")
-MIN_MTU, MAX_MTU = 1280, 65535  # IPv6's minimum link MTU; a veth's largest
 
 
-class FabricError(FabricLabError, ValueError):
-    """A fabric failed validation; `problems` lists every problem found."""
+class FabricError(InputError):
+    """A fabric (a model, a fabric file, a builder's scale) failed validation; `problems` lists
+    every problem found, the message the first few (`topos.values.fault_message`)."""
 
-    def __init__(self, fabric: str, problems: list[str]):
+    def __init__(self, fabric: str, problems: list[str], source: str | None = None):
         self.fabric = fabric
         self.problems = problems
-        lines = "\n".join(f"  - {p}" for p in problems)
-        super().__init__(f"fabric {fabric!r} has {len(problems)} problem(s):\n{lines}")
+        super().__init__(fault_message(source or f"fabric {fabric!r}", problems))
 
 
 def _duplicates(what: str, values: Iterable[object]) -> list[str]:
@@ -32,8 +39,12 @@ def _duplicates(what: str, values: Iterable[object]) -> list[str]:
 
 
 def _check_names(spec: FabricSpec) -> list[str]:
+    problems = [f"fabric name {p}" for p in [name_problem(spec.name)] if p]
+    for what, named in (("switch", spec.switches), ("host", spec.hosts),
+                        ("NIC", spec.host_nics())):
+        problems += [f"{what} name {p}" for p in map(name_problem, (n.name for n in named)) if p]
     names = [sw.name for sw in spec.switches] + [nic.name for nic in spec.host_nics()]
-    problems = _duplicates("node name", names)
+    problems += _duplicates("node name", names)
     problems += _duplicates("host name", [h.name for h in spec.hosts])
     problems += [f"host {h.name!r} has no NIC" for h in spec.hosts if not h.nics]
     return problems
@@ -48,6 +59,10 @@ def _check_switches(spec: FabricSpec) -> list[str]:
             problems.append(f"switch {sw.name!r} has device id {sw.device_id} (must be >= 1)")
         if sw.tier < 1:
             problems.append(f"switch {sw.name!r} has tier {sw.tier} (must be >= 1)")
+        for what, port in (("grpc_port", sw.grpc_port), ("thrift_port", sw.thrift_port)):
+            fault = TCP_PORT.problem(port)
+            if fault:
+                problems.append(f"switch {sw.name!r}: {what} {fault}")
         if sw.cpu_port in (0, DROP_PORT):
             problems.append(f"switch {sw.name!r} has CPU port {sw.cpu_port} (must be > 0 "
                             f"and not the drop port {DROP_PORT})")
@@ -87,20 +102,21 @@ def _check_links(spec: FabricSpec) -> list[str]:
             if len(end.intf) > IFNAMSIZ:
                 problems.append(f"interface name {end.intf!r} is {len(end.intf)} characters "
                                 f"(Linux allows {IFNAMSIZ})")
-            if not end.intf or _BAD_IFNAME.search(end.intf):
-                problems.append(f"interface name {end.intf!r} is empty or has '/', ':' or spaces")
+            else:
+                fault = name_problem(end.intf, IFNAMSIZ)
+                if fault:
+                    problems.append(f"interface name {fault}")
             if end.node in switches and end.mac and not _MAC.match(end.mac):
                 problems.append(f"{label}: invalid MAC {end.mac!r} on {end.intf}")
         if ln.a.node == ln.b.node:
             problems.append(f"{label} connects {ln.a.node!r} to itself")
-        if ln.rate_mbps is not None and ln.rate_mbps <= 0:
-            problems.append(f"{label}: rate {ln.rate_mbps} Mb/s must be > 0")
-        if ln.delay_ms is not None and ln.delay_ms < 0:
-            problems.append(f"{label}: delay {ln.delay_ms} ms must be >= 0")
-        if ln.queue_pkts is not None and ln.queue_pkts < 1:
-            problems.append(f"{label}: queue depth {ln.queue_pkts} packets must be >= 1")
-        if ln.mtu is not None and not MIN_MTU <= ln.mtu <= MAX_MTU:
-            problems.append(f"{label}: MTU {ln.mtu} bytes must be {MIN_MTU}-{MAX_MTU}")
+        for what, value, number in (("rate_mbps", ln.rate_mbps, RATE_MBPS),
+                                     ("delay_ms", ln.delay_ms, DELAY_MS),
+                                     ("queue_pkts", ln.queue_pkts, QUEUE_PKTS),
+                                     ("mtu", ln.mtu, MTU)):
+            fault = None if value is None else number.problem(value)
+            if fault:
+                problems.append(f"{label}: {what} {fault}")
     ends = [end for ln in spec.links for end in (ln.a, ln.b)]
     for (node, port), n in Counter((e.node, e.port) for e in ends).items():
         if n > 1:

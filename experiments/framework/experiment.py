@@ -14,6 +14,7 @@ asked for another, it runs on its own and says so.
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -22,11 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from experiments.framework.results import INTERRUPTED, ResultDir, allocate
 from targets import TargetError, get_target
-from topos.builders import build_fabric, fabric_parameters
-from topos.errors import FabricLabError
+from topos.builders import build_fabric, checked_scale, fabric_parameters
+from topos.errors import FabricLabError, InputError
 from topos.keyvalue import parse_value
 from topos.model import FabricSpec
 from topos.relocate import prefixed
+from topos.values import TCP_PORT, name_problem
 
 if TYPE_CHECKING:
     from topos.mininet.cluster import ClusterOptions
@@ -66,7 +68,7 @@ class Experiment:
     per_target: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
-class ExperimentError(FabricLabError):
+class ExperimentError(InputError):
     """Bad experiment arguments (unknown parameter, fabric it cannot run on, ...)."""
 
 
@@ -86,6 +88,9 @@ def scaled_fabric(name: str, params: Mapping[str, Any], base: Mapping[str, Any] 
         raise ExperimentError(f"--scale {', '.join(clash)}: the experiment sets it for {name} "
                               f"(see its -p parameters)")
     return build_fabric(name, **{**(base or {}), **scale, **fixed})
+
+
+PORT_BLOCK = 1000  # the management ports `isolated` numbers from port_base
 
 
 def isolated(spec: FabricSpec, params: Mapping[str, Any]) -> FabricSpec:
@@ -108,6 +113,9 @@ def check_scale(experiment: Experiment, fabric: str | None, scale: Mapping[str, 
     if unknown:
         raise ExperimentError(f"--scale {', '.join(unknown)}: not a parameter of "
                               f"{', '.join(fabrics)} (fabric-lab show FABRIC --help lists them)")
+    for name in fabrics:  # each value's type and range, before the run starts
+        known = fabric_parameters(name)
+        checked_scale(name, {k: v for k, v in scale.items() if k in known}, sized=False)
 
 
 def resolve_params(experiment: Experiment, quick: bool, overrides: Mapping[str, str],
@@ -130,10 +138,22 @@ def resolve_params(experiment: Experiment, quick: bool, overrides: Mapping[str, 
 
 
 def _convert(key: str, text: str, default: Any) -> Any:
+    """`text` as the type of `default`: a finite number, a safe `name_prefix` (it starts every
+    node and interface name), a `port_base` that leaves room for the fabric's ports."""
     try:
-        return parse_value(text, default)
+        value = parse_value(text, default)
     except ValueError as err:
         raise ExperimentError(f"parameter {key}: {err}") from None
+    items = value if isinstance(value, list) else [value]
+    fault = next((f"must be a finite number, not {item!r}" for item in items
+                  if isinstance(item, float) and not math.isfinite(item)), None)
+    if key == "name_prefix" and value:
+        fault = name_problem(value, max_len=8)  # interface names have 15 characters
+    if key == "port_base":
+        fault = TCP_PORT.problem(value) or TCP_PORT.problem(value + PORT_BLOCK - 1)
+    if fault:
+        raise ExperimentError(f"parameter {key}: {fault}")
+    return value
 
 
 def execute(experiment: Experiment, *, quick: bool = False, target: str = "auto",

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from controller.fabric import FabricController
-from controller.pipeline import build_pipeline
+from controller.pipeline import Pipeline, build_pipeline
 from topos.model import FabricSpec
 
 if TYPE_CHECKING:
@@ -95,12 +95,14 @@ def _timed(fn: Callable, *args: Any) -> tuple[Any, float]:
 class FabricSession:
     """A fabric brought up, programmed and looked after; a context manager (see the module).
 
-    `target` is a target name (`get_target`) or a `Target` (checked to be installed);
-    `cluster` (ClusterOptions, e.g. `RunContext.cluster`) spreads the network over several
+    `program` is a P4 program's path, compiled while the network starts, or a `Pipeline`
+    compiled already; `target` is a target name (`get_target`) or a `Target` (checked to be
+    installed); `cluster` (ClusterOptions, e.g. `RunContext.cluster`) spreads the network over several
     servers; `controller` are FabricController options (election_id, hash_seed); `setup` maps
     a stage name to a hook run after programming; `timer` gets each bring-up stage's time."""
 
-    def __init__(self, spec: FabricSpec, *, program: str | Path, target: str | Target = "p4switch",
+    def __init__(self, spec: FabricSpec, *, program: str | Path | Pipeline,
+                 target: str | Target = "p4switch",
                  log_dir: Path | None = None, pcap_dir: Path | None = None,
                  cluster: ClusterOptions | None = None, controller: Mapping[str, Any] | None = None,
                  setup: Mapping[str, Setup] | None = None, reconverge: bool = False,
@@ -111,7 +113,8 @@ class FabricSession:
 
         self.spec = spec
         self.target: Target = get_target(target).ensure_available()
-        self.program = Path(program)
+        # a Pipeline is compiled already (`fabric-lab up` compiles before bring-up)
+        self.program = program if isinstance(program, Pipeline) else Path(program)
         self.log_dir = log_dir
         self.controller_options = dict(controller or {})
         self.setup = dict(setup or {})
@@ -137,7 +140,7 @@ class FabricSession:
         compiling = ThreadPoolExecutor(max_workers=1)
         try:
             # the program compiles while the switches start (mostly waiting on them)
-            compiled = compiling.submit(_timed, build_pipeline, self.program, self.target)
+            compiled = compiling.submit(_timed, self._pipeline)
             with self.timer.stage("mininet + switches ready"):
                 self.net.start()
             pipeline, took = compiled.result()
@@ -160,6 +163,11 @@ class FabricSession:
             raise
         compiling.shutdown(wait=True)
         return self
+
+    def _pipeline(self) -> Pipeline:
+        if isinstance(self.program, Pipeline):
+            return self.program
+        return build_pipeline(self.program, self.target)
 
     def stop(self) -> None:
         """Undo what came up, last first (loops, traffic workers, hooks' undo steps, the

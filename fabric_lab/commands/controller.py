@@ -23,47 +23,29 @@ from controller.pipeline import PipelineError, build_pipeline
 from controller.probes import LinkProber
 from controller.queues import configure_queues
 from controller.reconverge import Reconverger
+from fabric_lab.arguments import HASH_SEED, QUEUE_RATE_PPS, number
 from mechanisms import program_path
 from targets import CHOICES, RuntimeCliError, Target, get_target
-from topos import FABRICS, FabricSpec, build_fabric, validate
+from topos import FABRICS, FabricSpec, build_fabric
 from topos.builders import parse_scale
+from topos.errors import InputError
+from topos.fabric_file import read_fabric_file
+from topos.values import ELECTION_ID, QUEUE_PKTS
 
 DEFAULT_PROGRAM = program_path("ecmp")
-MAX_ELECTION_ID = (1 << 64) - 1  # the low 64 bits of P4Runtime's 128-bit election id
-MAX_QUEUE_SETTING = (1 << 31) - 1  # what the switches' runtime CLI takes (BMv2's i32)
-
-
-def election_id_arg(text: str) -> int:
-    """An --election-id: an integer in 0..2^64-1 (0 is an election id like any other)."""
-    return _bounded_int(text, 0, MAX_ELECTION_ID)
-
-
-def queue_setting_arg(text: str) -> int:
-    """A --queue-depth (packets) or --queue-rate (packets/s): an integer in 0..2^31-1."""
-    return _bounded_int(text, 0, MAX_QUEUE_SETTING)
-
-
-def _bounded_int(text: str, low: int, high: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if not low <= value <= high:
-        raise argparse.ArgumentTypeError(f"must be in {low}..{high}, got {text}")
-    return value
 
 
 def add_program_args(parser: argparse.ArgumentParser) -> None:
     """Options shared with `fabric-lab up`."""
     parser.add_argument("--program", type=Path, default=DEFAULT_PROGRAM, metavar="P4",
                         help="P4 program to run on every switch (default: p4src/ecmp.p4)")
-    parser.add_argument("--hash-seed", type=int, metavar="N",
+    parser.add_argument("--hash-seed", type=number(HASH_SEED), metavar="N",
                         help="the same ECMP hash seed on every switch (default: one per switch)")
-    parser.add_argument("--election-id", type=election_id_arg, default=1, metavar="N",
-                        help="P4Runtime election id (low 64 bits; default 1)")
-    parser.add_argument("--queue-depth", type=queue_setting_arg, metavar="PKTS",
+    parser.add_argument("--election-id", type=number(ELECTION_ID), default=1, metavar="N",
+                        help="P4Runtime election id (low 64 bits, 1..2^64-1; default 1)")
+    parser.add_argument("--queue-depth", type=number(QUEUE_PKTS), metavar="PKTS",
                         help="egress queue depth of every port, via the runtime CLI")
-    parser.add_argument("--queue-rate", type=queue_setting_arg, metavar="PPS",
+    parser.add_argument("--queue-rate", type=number(QUEUE_RATE_PPS), metavar="PPS",
                         help="egress queue rate limit of every port in packets/s (0 = none)")
 
 
@@ -92,17 +74,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def load_fabric(text: str, scale: list[str]) -> FabricSpec:
-    """A fabric from a JSON file or a builder name (+ scale parameters)."""
+    """A fabric from a JSON file or a builder name (+ scale parameters), every field and
+    parameter checked before anything is built; InputError (FabricError) naming the faults."""
     path = Path(text)
-    if path.suffix == ".json" or path.is_file():
+    if path.suffix == ".json" or path.exists():
         if scale:
-            raise ValueError("--scale applies to a fabric name, not a JSON file")
-        try:
-            return validate(FabricSpec.from_json(path.read_text()))
-        except OSError as err:
-            raise ValueError(f"cannot read fabric file {path}: {err.strerror}") from None
+            raise InputError("--scale applies to a fabric name, not a JSON file")
+        return read_fabric_file(path)
     if text not in FABRICS:
-        raise ValueError(f"{text!r} is neither a fabric JSON file nor one of: "
+        raise InputError(f"{text!r} is neither a fabric JSON file nor one of: "
                          f"{', '.join(sorted(FABRICS))}")
     return build_fabric(text, **parse_scale(scale))
 

@@ -19,9 +19,13 @@ import sys
 from pathlib import Path
 
 import targets
+from fabric_lab.arguments import number
 from fabric_lab.web_options import add_web_args
+from topos.values import Number
 
 STAGES = ("uplink", "downlink", "silent", "tor", "none")
+PHASE_S = Number(0, 3600, unit="s")  # flows before, during and after a failure
+FLOW_PPS = Number(0, 1e6, above=True, unit="packets/s")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,15 +41,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--fabric", default="hpn7", help="fabric to run on (default: hpn7)")
     parser.add_argument("--target", default="p4switch", choices=targets.NAMES,
                         help="switch target (default: p4switch, the embedded one)")
-    parser.add_argument("--before", type=float, default=3.0, metavar="S",
+    parser.add_argument("--before", type=number(PHASE_S), default=3.0, metavar="S",
                         help="seconds of flows before the first failure (default 3)")
-    parser.add_argument("--hold", type=float, default=3.0, metavar="S",
+    parser.add_argument("--hold", type=number(PHASE_S), default=3.0, metavar="S",
                         help="seconds each failure lasts (default 3; a silent drop at least 4); a "
                              "downlink or silent drop lasts until the controller has rerouted "
                              "(at most 12 s)")
-    parser.add_argument("--after", type=float, default=3.0, metavar="S",
+    parser.add_argument("--after", type=number(PHASE_S), default=3.0, metavar="S",
                         help="seconds of flows after the last restore (default 3)")
-    parser.add_argument("--pps", type=float, default=None, metavar="N",
+    parser.add_argument("--pps", type=number(FLOW_PPS), default=None, metavar="N",
                         help="packets per second per flow (default: 1600 of 4096 bytes, 52 Mb/s, "
                              "on p4switch; 150 of 256 bytes on BMv2; 8 flows)")
     add_web_args(parser, "also show it in the browser: serves a page (--web-port, --web-host); "

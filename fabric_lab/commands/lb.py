@@ -37,10 +37,12 @@ from controller.fabric import FabricController, ProgrammingError
 from controller.lb import MODES, LbError, LoadBalancing, program_path
 from controller.p4rt import P4RuntimeError
 from controller.pipeline import PipelineError, build_pipeline
-from fabric_lab.commands.controller import election_id_arg, load_fabric
+from fabric_lab.arguments import FLOWLET_GAP_US, number
+from fabric_lab.commands.controller import load_fabric
 from topos import FabricSpec, validate
 from topos.filenames import file_part
 from topos.mininet.runstate import run_dir
+from topos.values import ELECTION_ID
 
 SOCKET_SUFFIX = ".lb.sock"
 REQUEST_TIMEOUT_S = 120.0  # a mode switch compiles the program and rewrites every switch
@@ -57,11 +59,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--target", default="auto", choices=targets.CHOICES,
                         help="what the switches run, for the pipeline format (default: auto = p4switch)")
     parser.add_argument("--mode", required=True, choices=MODES, help="load-balancing mode")
-    parser.add_argument("--flowlet-gap-us", type=int, metavar="US",
+    parser.add_argument("--flowlet-gap-us", type=number(FLOWLET_GAP_US), metavar="US",
                         help="flowlet gap in microseconds (flowlet mode; default 10000)")
     parser.add_argument("--direct", action="store_true",
                         help="connect to the switches directly even if a controller runs")
-    parser.add_argument("--election-id", type=election_id_arg, default=1, metavar="N",
+    parser.add_argument("--election-id", type=number(ELECTION_ID), default=1, metavar="N",
                         help="P4Runtime election id with --direct (low 64 bits; default 1)")
     parser.set_defaults(func=run)
 

@@ -31,8 +31,13 @@ from jobs.gpus import NVLINK_RATIO, cluster_from_fabric
 from jobs.placement import ORDERS, rank_order
 from jobs.scale import MODELLED_GBPS, Scale, raw
 from topos.model import FabricSpec
+from topos.values import MODEL_GBPS, RATE_MBPS
+from topos.values import NVLINK_RATIO as NVLINK
 
 LINK_MBPS = 100.0  # the NIC links' rate, unless --scale rate_mbps=... says otherwise
+# the largest size of a sweep that finishes: 1 GiB crosses a 100 Mb/s NIC in 86 s, and every
+# rank holds its buffers in this machine's memory
+MAX_BYTES = 1 << 30
 LINK_MTU = 4200  # RoCE MTU 4096 fits
 T = TypeVar("T")
 
@@ -132,17 +137,19 @@ def _prepare(args: argparse.Namespace) -> tuple:
     hi = check(lambda: parse_size(args.maxbytes), "-e")
     step = check(lambda: parse_size(args.stepbytes), "-i")
     size_list = check(lambda: sizes(lo, hi, args.stepfactor, step or 0), "") \
-        if lo and hi and step is not None else None
+        if lo and hi and hi <= MAX_BYTES and step is not None else None
     dtypes = check(lambda: names(args.datatype, TYPES), "-d")
     ops = check(lambda: names(args.op, REDOPS), "-o")
     slice_bytes = check(lambda: parse_size(args.slice), "--slice")
     payload = check(lambda: roce_mtu(args.mtu), "--mtu")
-    if args.model_gbps <= 0:
-        problems.append("--model-gbps must be > 0")
-    if args.link_mbps is not None and args.link_mbps <= 0:
-        problems.append("--link-mbps must be > 0")
-    if args.nvlink_ratio <= 0:
-        problems.append("--nvlink-ratio must be > 0")
+    numbers = [("--model-gbps", args.model_gbps, MODEL_GBPS),
+               ("--nvlink-ratio", args.nvlink_ratio, NVLINK),
+               ("--link-mbps", args.link_mbps, RATE_MBPS)]
+    problems += [f"{option} {fault}" for option, value, quantity in numbers
+                 if value is not None and (fault := quantity.problem(value))]
+    if hi is not None and hi > MAX_BYTES:
+        problems.append(f"-e: at most {MAX_BYTES >> 30}G (every rank's buffers are in this "
+                        f"machine's memory), got {args.maxbytes}")
     options = PerfOptions(warmup=args.warmup_iters, iters=args.iters, check=args.check,
                           average=args.average, blocking=bool(args.blocking), root=args.root,
                           channels=args.channels, slice_bytes=slice_bytes or 65536)

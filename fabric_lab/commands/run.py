@@ -9,6 +9,7 @@ from pathlib import Path
 import targets
 from experiments.framework import ExperimentError, execute
 from experiments.framework.registry import all_experiments
+from fabric_lab.arguments import dir_problem, new_dir_problem
 from fabric_lab.commands.up import add_cluster_args, cluster_options
 from topos.builders import parse_scale
 from topos.errors import FabricLabError
@@ -64,6 +65,11 @@ def _run(args: argparse.Namespace) -> int:
             print(f"fabric-lab run: --param wants KEY=VALUE, got {item!r}", file=sys.stderr)
             return 2
         overrides[key] = value
+    problems = [p for p in (new_dir_problem(args.out, "--out") if args.out else None,
+                            dir_problem(args.results, "--results")) if p]
+    if problems:
+        print(f"fabric-lab run: {'; '.join(problems)}", file=sys.stderr)
+        return 2
     try:
         scale = parse_scale(args.scale)
         cluster = cluster_options(args)

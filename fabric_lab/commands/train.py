@@ -11,8 +11,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fabric_lab.arguments import new_dir_problem, number
 from fabric_lab.commands.controller import load_fabric
 from fabric_lab.web_options import add_web_args
+from topos.errors import InputError
+from topos.values import ITERATIONS, MODEL_GBPS, NVLINK_RATIO, TIME_SCALE
 
 if TYPE_CHECKING:
     from jobs.train_record import TrainRecord
@@ -31,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="fabric scale parameters, e.g. segments=2 nics_per_server=2")
     parser.add_argument("--target", default="auto", choices=("auto", "p4switch", "bmv2"),
                         help="P4 target (default: auto = p4switch)")
-    parser.add_argument("--iterations", type=int, metavar="N", help="override the job's")
+    parser.add_argument("--iterations", type=number(ITERATIONS), metavar="N",
+                        help="override the job's")
     parser.add_argument("--algo", default="auto", choices=("auto", "ring", "hd", "hierarchical"),
                         help="all_reduce algorithm (auto: hierarchical when a group has "
                              "several GPUs of one server, else ring)")
@@ -39,12 +43,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="alltoall algorithm (auto: pxn on multi-GPU servers)")
     parser.add_argument("--order", default="naive", choices=("naive", "topology", "remap"),
                         help="rank order (remap: EFLOPS, BiGraph only)")
-    parser.add_argument("--time-scale", type=float, default=1.0, metavar="X",
+    parser.add_argument("--time-scale", type=number(TIME_SCALE), default=1.0, metavar="X",
                         help="emulated seconds per modelled second (default 1: the emulated "
                              "iteration lasts as long as the real one; smaller moves fewer bytes)")
-    parser.add_argument("--model-gbps", type=float, default=400.0, metavar="G",
+    parser.add_argument("--model-gbps", type=number(MODEL_GBPS), default=400.0, metavar="G",
                         help="the NIC rate the emulated links stand for (default 400)")
-    parser.add_argument("--nvlink-ratio", type=float, default=None, metavar="R",
+    parser.add_argument("--nvlink-ratio", type=number(NVLINK_RATIO), default=None, metavar="R",
                         help="NVLink rate per GPU over the NIC rate (default: jobs.gpus)")
     parser.add_argument("--format", "-F", default="text", choices=("text", "csv", "json"),
                         help="stdout: a readable report, per-collective CSV rows, or JSON")
@@ -70,16 +74,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"fabric-lab train: {message}", file=sys.stderr)
         return 2
 
+    problems: list[str] = []  # the job, --out and the fabric, all reported at once
     try:
         job = load(args.job)
     except WorkloadError as err:
-        return fail(str(err))
-    if args.iterations is not None and args.iterations < 1:
-        return fail(f"--iterations must be >= 1, got {args.iterations}")
-    if args.time_scale <= 0:
-        return fail(f"--time-scale must be > 0, got {args.time_scale}")
+        problems.append(str(err))
+    if args.out is not None:
+        problems += filter(None, [new_dir_problem(args.out, "--out")])
     try:
         spec = load_fabric(args.fabric, args.scale)
+    except InputError as err:
+        problems.append(str(err))
+    if problems:
+        return fail("\n".join(problems))
+    try:
         target = get_target(args.target).ensure_available().name
         fabric = JobFabric(spec, target=target, model_gbps=args.model_gbps,
                            nvlink_ratio=args.nvlink_ratio or NVLINK_RATIO, log_dir=args.log_dir)

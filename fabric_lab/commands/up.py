@@ -35,15 +35,20 @@ from controller.checks import pingall
 from controller.fabric import FabricController, ProgrammingError
 from controller.lb import LbError, LoadBalancing
 from controller.p4rt import P4RuntimeError
-from controller.pipeline import PipelineError
+from controller.pipeline import Pipeline, PipelineError, build_pipeline
 from controller.queues import RuntimeCliError
+from fabric_lab.arguments import FLOWLET_GAP_US, SWITCH_PROCESSES, dir_problem, number
 from fabric_lab.commands.controller import add_program_args, apply_queue_args, load_fabric
 from fabric_lab.web_options import add_web_args
+from targets import Target
+from topos.errors import FabricLabError, InputError
+from topos.model import FabricSpec
 
 LOG_LEVELS = ("trace", "debug", "info", "warn", "error", "off")  # p4switch's and BMv2's -L
 
 if TYPE_CHECKING:
     from experiments.framework.session import FabricSession, Setup
+    from topos.mininet.cluster import ClusterOptions
 
 
 class StageTimer:
@@ -79,12 +84,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="scale parameters, e.g. --scale segments=3")
     parser.add_argument("--target", default="auto", choices=targets.CHOICES,
                         help="switch target (default: auto = p4switch; bmv2 only when asked for)")
-    parser.add_argument("--switch-processes", type=int, metavar="N",
+    parser.add_argument("--switch-processes", type=number(SWITCH_PROCESSES), metavar="N",
                         help="p4switch: serve all switches from N processes (e.g. one per core) "
                              "instead of one process each; a packet crossing switches of "
                              "one process is forwarded by each in one wake-up")
     add_program_args(parser)
-    parser.add_argument("--flowlet-gap-us", type=int, metavar="US",
+    parser.add_argument("--flowlet-gap-us", type=number(FLOWLET_GAP_US), metavar="US",
                         help="flowlet gap in µs (with --program p4src/flowlet.p4)")
     parser.add_argument("--pcap", type=Path, metavar="DIR",
                         help="capture every switch port into DIR (made if missing): "
@@ -136,22 +141,16 @@ def cluster_options(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     from experiments.framework.session import FabricSession
-    from targets import get_target
     from topos.mininet import SwitchStartError
     from topos.mininet.cluster_servers import ClusterError
 
     timer = StageTimer()
     print(f"fabric-lab up {args.fabric}:", flush=True)
     try:
-        with timer.stage("fabric model"):
-            spec = load_fabric(args.fabric, args.scale)
-            target = get_target(args.target).ensure_available().with_log_level(
-                args.log_level).sharing_processes(args.switch_processes)
-            cluster = cluster_options(args)
-            if args.pcap is not None:
-                args.pcap = args.pcap.resolve()
-                args.pcap.mkdir(parents=True, exist_ok=True)
-    except (ValueError, RuntimeError, OSError) as err:
+        spec, target, cluster, pipeline = _checked(args, timer)
+    except FabricLabError:
+        raise  # fabric_lab.cli reports it with its class's exit status
+    except (ValueError, RuntimeError) as err:
         print(f"fabric-lab up: {err}", file=sys.stderr)
         return 2
     setup: dict[str, Setup] = {
@@ -160,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
     if args.queue_depth is not None or args.queue_rate is not None:
         setup["queues"] = lambda s: apply_queue_args(args, spec, target)
     try:
-        session = FabricSession(spec, program=args.program, target=target, log_dir=args.log_dir,
+        session = FabricSession(spec, program=pipeline, target=target, log_dir=args.log_dir,
                                 pcap_dir=args.pcap, cluster=cluster, setup=setup, timer=timer,
                                 controller={"election_id": (0, args.election_id),
                                             "hash_seed": args.hash_seed})
@@ -192,6 +191,32 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("fabric-lab up: interrupted; taking the fabric down", file=sys.stderr)
         return 130
+
+
+def _checked(args: argparse.Namespace, timer: StageTimer) -> tuple[FabricSpec, Target,
+                                                                  ClusterOptions | None,
+                                                                  Pipeline]:
+    """Everything `up` is given, checked before anything starts: the fabric (every field), the
+    target installed, the directories, and the program compiled by the target's compiler."""
+    with timer.stage("fabric model"):
+        spec = load_fabric(args.fabric, args.scale)
+        problems = [p for p in (dir_problem(args.pcap, "--pcap") if args.pcap else None,
+                                dir_problem(args.log_dir, "--log-dir") if args.log_dir else None)
+                    if p]
+        if problems:
+            raise InputError("; ".join(problems))
+        target = targets.get_target(args.target).ensure_available().with_log_level(
+            args.log_level).sharing_processes(args.switch_processes)
+        cluster = cluster_options(args)
+    with timer.stage(f"compile ({target.name})"):
+        pipeline = build_pipeline(args.program, target)
+    if args.pcap is not None:
+        args.pcap = args.pcap.resolve()
+        try:
+            args.pcap.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise InputError(f"--pcap {args.pcap}: {err.strerror or err}") from None
+    return spec, target, cluster, pipeline
 
 
 def _hand_over(args: argparse.Namespace, session: FabricSession) -> int:

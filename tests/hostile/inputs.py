@@ -1,11 +1,12 @@
 """Hostile and careless inputs to the lab's commands, and what a good answer to each looks like.
 
 A `Case` is one command line run in a fresh directory holding the files (and symbolic links)
-it names. A good answer (`Answer.clean`) is a non-zero exit status below 128 (no signal), no
-Python traceback, an error of a few lines on stderr that contains `must_say` (the path or the
-field at fault), within the case's time limit. The cases live in `tests/hostile/cases/`, one
-module per area, each with a `CASES` list; `tests/hostile/test_inputs.py` runs them as the
-regression suite and `bench/hostile_inputs.py` reports how many answer cleanly.
+it names. A good answer (`Answer.clean`) is a non-zero exit status below 128 (no signal; the
+case's `status` when it names one), no Python traceback, an error of a few lines on stderr that
+contains `must_say` (the path or the field at fault), within the case's time limit. The cases
+live in `tests/hostile/cases/`, one module per area, each with a `CASES` list;
+`tests/hostile/test_inputs.py` runs them as the regression suite and `bench/hostile_inputs.py`
+reports how many answer cleanly.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class Case:
     timeout_s: float = 60.0
     needs_root: bool = False
     links: dict[str, str] = field(default_factory=dict)  # made after `files`: name -> target
+    status: int | None = None            # the exit status its class of error has, if promised
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,8 @@ class Answer:
             out.append("exit status 0")
         elif self.status < 0 or self.status >= 128:
             out.append(f"killed or crashed (status {self.status})")
+        elif self.case.status is not None and self.status != self.case.status:
+            out.append(f"exit status {self.status}, not {self.case.status}")
         if "Traceback (most recent call last)" in self.stderr + self.stdout:
             out.append("a traceback")
         if not self.error_lines:

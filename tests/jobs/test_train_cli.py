@@ -23,9 +23,9 @@ def test_a_bad_job_lists_every_error(tmp_path, capsys):
                    "parallelism: {data: 4, tensor: 3}\ncompute_s: 1\ngradient_bytes: 1M\n")
     assert main(["train", str(job)]) == 2
     err = capsys.readouterr().err
-    assert "4 error(s) in job" in err
+    assert "bad.yaml: 4 problems:" in err
     for key in ("colour:", "parallelism:", "parallelism.tensor:", "tensor_bytes:"):
-        assert f"{job}: {key}" in err
+        assert f"  - {key}" in err
 
 
 def test_a_job_that_does_not_fit_the_fabric(tmp_path, capsys):

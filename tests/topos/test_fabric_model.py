@@ -75,7 +75,8 @@ def test_validate_each_problem_alone() -> None:
         "out of range": lambda s: setattr(s.links[0].b, "port", CPU_PORT),
         "is not connected": lambda s: s.links.pop(0),
         "must be > 0": lambda s: setattr(s.links[0], "rate_mbps", 0),
-        "MTU 1000 bytes must be 1280-65535": lambda s: setattr(s.links[0], "mtu", 1000),
+        "mtu must be >= 1280 and <= 65535 bytes, not 1000":
+            lambda s: setattr(s.links[0], "mtu", 1000),
     }
     for needle, corrupt in cases.items():
         spec = copy.deepcopy(base)

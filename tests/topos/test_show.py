@@ -36,5 +36,5 @@ def test_show_summary_numbers_and_json(tmp_path, capsys, monkeypatch) -> None:
 def test_show_rejects_bad_scale(tmp_path, capsys) -> None:
     assert fabric_lab(["show", "aipod", "--scale", "segments=2", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "aipod has no parameter(s) segments; it takes: rails" in err
+    assert "fabric aipod: no parameter 'segments' (it takes: rails" in err
     assert not (tmp_path / "aipod.png").exists()

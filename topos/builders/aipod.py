@@ -18,6 +18,7 @@ from topos.builders.base import (
     check_scale,
 )
 from topos.model import FabricSpec
+from topos.size import FabricSize
 
 
 def leaf_name(group: int, rail: int) -> str:
@@ -66,3 +67,13 @@ def aipod(*, rails: int = 4, groups: int = 2, servers_per_group: int = 2,
             for top in tops:
                 fab.link(spine_name(r, j), top)
     return fab.build()
+
+
+def aipod_size(*, rails: int, groups: int, servers_per_group: int, spines_per_rail: int,
+               superspines: int, **_: object) -> FabricSize:
+    leaves, spines = groups * rails, rails * spines_per_rail
+    servers = groups * servers_per_group
+    return FabricSize(
+        switches=leaves + spines + superspines, servers=servers, nics_per_server=rails,
+        links=servers * rails + leaves * spines_per_rail + spines * superspines,
+        switch_ports=max(servers_per_group + spines_per_rail, groups + superspines, spines))

@@ -6,7 +6,7 @@ from typing import Any
 
 from topos.addressing import assign_addresses, intf_name
 from topos.model import Endpoint, FabricSpec, Host, Link, Nic, Switch
-from topos.validation import validate
+from topos.validation import FabricError, validate
 
 # Link defaults sized for this machine: 10 Mb/s and 1 ms one way, so a 4-link path has an 8 ms RTT
 # (about 10 packets of 1 KB in flight), and 64-packet queues.
@@ -15,12 +15,13 @@ DEFAULT_DELAY_MS = 1.0
 DEFAULT_QUEUE_PKTS = 64
 
 
-def check_scale(**values: int) -> None:
-    """Raise one ValueError naming every scale parameter that is not a positive integer."""
+def check_scale(minimum: int = 1, **values: int) -> None:
+    """Raise one FabricError naming every scale parameter that is not an integer >= `minimum`."""
     bad = [f"{name}={value!r}" for name, value in values.items()
-           if not isinstance(value, int) or isinstance(value, bool) or value < 1]
+           if not isinstance(value, int) or isinstance(value, bool) or value < minimum]
     if bad:
-        raise ValueError("scale parameters must be positive integers: " + ", ".join(bad))
+        raise FabricError("scale", [f"scale parameters must be integers >= {minimum}: "
+                                    + ", ".join(bad)], "scale")
 
 
 class FabricBuilder:

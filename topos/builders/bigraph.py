@@ -24,6 +24,8 @@ from topos.builders.base import (
     check_scale,
 )
 from topos.model import FabricSpec
+from topos.size import FabricSize
+from topos.validation import FabricError
 
 # Rank -> host order of the rank-remapped halving-doubling allreduce for M = 2, N = 8.
 HDRM_RANKS_M2_N8 = [0, 8, 10, 2, 12, 4, 6, 14, 9, 3, 5, 11, 7, 13, 15, 1]
@@ -38,8 +40,9 @@ def bigraph(*, switches_per_group: int = 4, hosts_per_switch: int = 2, nics_per_
                 nics_per_server=nics_per_server)
     per_group = switches_per_group * hosts_per_switch
     if nics_per_server > 1 and (nics_per_server % 2 or per_group % (nics_per_server // 2)):
-        raise ValueError(f"nics_per_server must be 1, or even and dividing the "
-                         f"{per_group} NIC slots of each group into halves, not {nics_per_server}")
+        raise FabricError("bigraph", [f"nics_per_server must be 1, or even and dividing the "
+                                      f"{per_group} NIC slots of each group into halves, not "
+                                      f"{nics_per_server}"])
     params = dict(switches_per_group=switches_per_group, hosts_per_switch=hosts_per_switch,
                   nics_per_server=nics_per_server, rate_mbps=rate_mbps, delay_ms=delay_ms, queue_pkts=queue_pkts)
     fab = FabricBuilder("bigraph", "bigraph", params,
@@ -65,3 +68,13 @@ def bigraph(*, switches_per_group: int = 4, hosts_per_switch: int = 2, nics_per_
         for lo in lower:
             fab.link(u, lo)
     return fab.build()
+
+
+def bigraph_size(*, switches_per_group: int, hosts_per_switch: int, nics_per_server: int,
+                 **_: object) -> FabricSize:
+    slots = switches_per_group * hosts_per_switch  # NIC slots of one group
+    servers = 2 * slots if nics_per_server == 1 else slots // max(1, nics_per_server // 2)
+    return FabricSize(switches=2 * switches_per_group, servers=servers,
+                      nics_per_server=nics_per_server,
+                      links=2 * slots + switches_per_group ** 2,
+                      switch_ports=hosts_per_switch + switches_per_group)

@@ -10,6 +10,8 @@ from topos.builders.base import (
     check_scale,
 )
 from topos.model import FabricSpec
+from topos.size import FabricSize
+from topos.validation import FabricError
 
 
 def leafspine(*, leaves: int = 4, spines: int = 2, hosts_per_leaf: int = 2,
@@ -38,6 +40,13 @@ def leafspine(*, leaves: int = 4, spines: int = 2, hosts_per_leaf: int = 2,
     return fab.build()
 
 
+def leafspine_size(*, leaves: int, spines: int, hosts_per_leaf: int, **_: object) -> FabricSize:
+    servers = leaves * hosts_per_leaf
+    return FabricSize(switches=leaves + spines, servers=servers, nics_per_server=1,
+                      links=servers + leaves * spines,
+                      switch_ports=max(hosts_per_leaf + spines, leaves))
+
+
 def fattree(*, k: int = 4,
             rate_mbps: float | None = DEFAULT_RATE_MBPS,
             delay_ms: float | None = DEFAULT_DELAY_MS,
@@ -46,7 +55,7 @@ def fattree(*, k: int = 4,
     k/2 hosts per edge switch; non-blocking. k = 4: 20 switches, 16 hosts."""
     check_scale(k=k)
     if k % 2:
-        raise ValueError(f"fat-tree k must be even, not {k}")
+        raise FabricError("fattree", [f"k must be even, not {k}"])
     half = k // 2
     params = dict(k=k, rate_mbps=rate_mbps, delay_ms=delay_ms, queue_pkts=queue_pkts)
     fab = FabricBuilder("fattree", "fattree", params, f"k={k} fat-tree (baseline)",
@@ -71,3 +80,10 @@ def fattree(*, k: int = 4,
             for core in cores[j * half:(j + 1) * half]:
                 fab.link(agg, core)
     return fab.build()
+
+
+def fattree_size(*, k: int, **_: object) -> FabricSize:
+    half = k // 2
+    servers = k * half * half
+    return FabricSize(switches=k * k + half * half, servers=servers, nics_per_server=1,
+                      links=3 * servers, switch_ports=k)

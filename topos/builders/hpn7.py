@@ -22,6 +22,7 @@ from topos.builders.base import (
     check_scale,
 )
 from topos.model import FabricSpec
+from topos.size import FabricSize
 
 
 def tor_name(plane: str, segment: int, rail: int) -> str:
@@ -37,8 +38,7 @@ def hpn7(*, segments: int = 2, servers_per_segment: int = 2, nics_per_server: in
     """Build an HPN 7.0 fabric; `nics_per_server` is also the number of rails."""
     check_scale(segments=segments, servers_per_segment=servers_per_segment,
                 nics_per_server=nics_per_server, aggs_per_plane=aggs_per_plane)
-    if not isinstance(cores, int) or cores < 0:
-        raise ValueError(f"cores must be an integer >= 0, not {cores!r}")
+    check_scale(minimum=0, cores=cores)
     params = dict(segments=segments, servers_per_segment=servers_per_segment,
                   nics_per_server=nics_per_server, aggs_per_plane=aggs_per_plane, cores=cores,
                   dual_tor=dual_tor, rate_mbps=rate_mbps, uplink_rate_mbps=uplink_rate_mbps,
@@ -77,3 +77,17 @@ def hpn7(*, segments: int = 2, servers_per_segment: int = 2, nics_per_server: in
             for core in core_names:
                 fab.link(agg, core, **up)
     return fab.build()
+
+
+def hpn7_size(*, segments: int, servers_per_segment: int, nics_per_server: int,
+              aggs_per_plane: int, cores: int, dual_tor: bool, **_: object) -> FabricSize:
+    planes = 2 if dual_tor else 1
+    tors = planes * segments * nics_per_server
+    servers = segments * servers_per_segment
+    return FabricSize(
+        switches=tors + planes * aggs_per_plane + cores, servers=servers,
+        nics_per_server=nics_per_server,
+        links=(servers * nics_per_server * planes + tors * aggs_per_plane
+               + planes * aggs_per_plane * cores),
+        switch_ports=max(servers_per_segment + aggs_per_plane,
+                         segments * nics_per_server + cores, planes * aggs_per_plane))
