@@ -36,22 +36,18 @@ def number(quantity: Number) -> Callable[[str], int | float]:
 
 def new_dir_problem(path: Path, option: str) -> str | None:
     """Why `path` cannot be a new result directory (it names a file, or a directory that is
-    not empty), or None."""
-    try:
-        if path.exists() and not path.is_dir():
-            return f"{option} {path}: not a directory"
-        if path.is_dir() and any(path.iterdir()):
-            return f"{option} {path}: exists and is not empty; results are never overwritten"
-    except OSError as err:
-        return f"{option} {path}: {err.strerror or err}"
-    return None
+    not empty), or None: what the run itself would refuse when it claims the directory."""
+    from experiments.framework.results import result_dir_problem
+
+    problem = result_dir_problem(path)
+    return f"{option} {problem}" if problem else None
 
 
 def dir_problem(path: Path, option: str) -> str | None:
     """Why `path` cannot hold directories (it names a file, or a parent is a file), or None."""
     for at in (path, *path.parents):
         if at.exists():
-            return None if at.is_dir() else f"{option} {path}: {at} is not a directory"
+            return None if at.is_dir() else f"{option} {path}: {at} is a file, not a directory"
     return None
 
 

@@ -158,19 +158,25 @@ def claim(path: Path) -> ResultDir:
     return ResultDir(path, lock_fd=fd)
 
 
-def _refuse_used(path: Path) -> None:
-    """Refuse a path that is a file or a directory holding anything but the lock file."""
+def result_dir_problem(path: Path) -> str | None:
+    """Why `path` cannot take a new run (a file, or a directory holding anything but the lock
+    file), or None."""
     try:
         if not path.exists():
-            return
+            return None
         if not path.is_dir():
-            raise ResultDirError(f"{path} is a file, not a directory: results go into a new or "
-                                 "empty directory")
+            return f"{path} is a file, not a directory: results go into a new or empty directory"
         if any(item.name != LOCK_FILE for item in path.iterdir()):
-            raise ResultDirError(f"{path} exists and is not an empty directory; results are "
-                                 "never overwritten")
+            return f"{path} exists and is not an empty directory; results are never overwritten"
     except OSError as err:
-        raise ResultDirError(f"{path}: {err.strerror}") from None
+        return f"{path}: {err.strerror}"
+    return None
+
+
+def _refuse_used(path: Path) -> None:
+    problem = result_dir_problem(path)
+    if problem:
+        raise ResultDirError(problem)
 
 
 def _make_dirs_or_say(path: Path) -> Path:
