@@ -160,7 +160,11 @@ def claim(path: Path) -> ResultDir:
 
 def result_dir_problem(path: Path) -> str | None:
     """Why `path` cannot take a new run (a file, or a directory holding anything but the lock
-    file), or None."""
+    file), or None. A directory another run holds is left to `claim`, which says so."""
+    return None if _held(path / LOCK_FILE) else _used_problem(path)
+
+
+def _used_problem(path: Path) -> str | None:
     try:
         if not path.exists():
             return None
@@ -173,8 +177,23 @@ def result_dir_problem(path: Path) -> str | None:
     return None
 
 
+def _held(lock_path: Path) -> bool:
+    """Does a running run hold `lock_path`?"""
+    try:
+        fd = os.open(lock_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
 def _refuse_used(path: Path) -> None:
-    problem = result_dir_problem(path)
+    problem = _used_problem(path)
     if problem:
         raise ResultDirError(problem)
 
