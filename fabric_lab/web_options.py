@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import socket
 
 from fabric_lab.arguments import number
+from topos.errors import MachineError
 from topos.values import LISTEN_PORT
 
 DEFAULT_PORT = 8700
@@ -31,3 +33,19 @@ def add_web_args(parser: argparse.ArgumentParser, what: str) -> None:
                         help=f"address the web view listens on (default {DEFAULT_HOST}, this "
                              "machine only; any other is warned about: the token then "
                              "crosses the network in plain HTTP)")
+
+
+def check_web_port(args: argparse.Namespace) -> None:
+    """With --web, that the view can listen where it is asked to, before the fabric comes up
+    (MachineError, status 3: a port another process holds); the view binds it later."""
+    if not args.web or args.web_port == 0:
+        return
+    family = socket.AF_INET6 if ":" in args.web_host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the view's server does
+        try:
+            probe.bind((args.web_host, args.web_port))
+        except OSError as err:
+            raise MachineError(f"--web-port {args.web_port}: the web view cannot listen on "
+                               f"{args.web_host}: {err.strerror or err}") from None
+

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import targets
 from fabric_lab.arguments import number
-from fabric_lab.web_options import add_web_args
+from fabric_lab.web_options import add_web_args, check_web_port
+from topos.errors import MachineError
 from topos.values import Number
 
 STAGES = ("uplink", "downlink", "silent", "tor", "none")
@@ -62,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if os.geteuid() != 0:
         print("fabric-lab demo: needs root for Mininet (sudo make demo)", file=sys.stderr)
-        return 2
+        return MachineError.exit_status
     for name in ("before", "hold", "after", "pps"):
         if getattr(args, name) is not None and getattr(args, name) <= 0:
             print(f"fabric-lab demo: --{name} must be > 0", file=sys.stderr)
@@ -70,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
     from experiments.demo import DEFAULT_KINDS, DemoFailed, run_demo
     from experiments.framework.results import ResultDirError
 
+    check_web_port(args)
     kinds = list(args.kind or DEFAULT_KINDS)
     if args.contrast and "none" not in kinds:
         kinds.append("none")
@@ -87,5 +89,5 @@ def run(args: argparse.Namespace) -> int:
         return 1
     except (ResultDirError, ValueError, RuntimeError) as err:
         print(f"fabric-lab demo: {err}", file=sys.stderr)
-        return 1
+        return int(getattr(err, "exit_status", 1))
     return 0

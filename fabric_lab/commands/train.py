@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from fabric_lab.arguments import new_dir_problem, number
 from fabric_lab.commands.controller import load_fabric
-from fabric_lab.web_options import add_web_args
+from fabric_lab.web_options import add_web_args, check_web_port
 from topos.errors import InputError
 from topos.values import ITERATIONS, MODEL_GBPS, NVLINK_RATIO, TIME_SCALE
 
@@ -87,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         problems.append(str(err))
     if problems:
         return fail("\n".join(problems))
+    check_web_port(args)
     try:
         target = get_target(args.target).ensure_available().name
         fabric = JobFabric(spec, target=target, model_gbps=args.model_gbps,

@@ -39,7 +39,7 @@ from controller.pipeline import Pipeline, PipelineError, build_pipeline
 from controller.queues import RuntimeCliError
 from fabric_lab.arguments import FLOWLET_GAP_US, SWITCH_PROCESSES, dir_problem, number
 from fabric_lab.commands.controller import add_program_args, apply_queue_args, load_fabric
-from fabric_lab.web_options import add_web_args
+from fabric_lab.web_options import add_web_args, check_web_port
 from targets import Target
 from topos.errors import FabricLabError, InputError
 from topos.model import FabricSpec
@@ -205,6 +205,7 @@ def _checked(args: argparse.Namespace, timer: StageTimer) -> tuple[FabricSpec, T
                     if p]
         if problems:
             raise InputError("; ".join(problems))
+        check_web_port(args)
         target = targets.get_target(args.target).ensure_available().with_log_level(
             args.log_level).sharing_processes(args.switch_processes)
         cluster = cluster_options(args)
