@@ -11,7 +11,9 @@ and a training job's iterations, and compare the variants. `key` names what vari
     summary         key, size, busbw_gbs (median), iteration_s, exposed_s (medians), + extras
                     aggregated over the repetitions
 
-Times and bandwidths are the modelled fabric's (`jobs.scale.Scale`).
+Times and bandwidths are the modelled fabric's (`jobs.scale.Scale`). `write_tables` writes
+the three tables of what is measured so far, after every size and every training, so a run that
+stops keeps its rows; `plot` draws whatever part of a summary is there.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.framework.figures import save_figure
+from experiments.framework.results import ResultDir
 from jobs.ccl.collectives import busbw_factor
 from jobs.ccl.communicator import RunResult
 from jobs.scale import Scale
@@ -74,6 +77,8 @@ def summarise(key: str, busbw: Sequence[Mapping[str, Any]],
         its = [r for r in iterations if r[key] == variant]
         for size in dict.fromkeys(r["size"] for r in busbw):
             mine = [r for r in busbw if r[key] == variant and r["size"] == size]
+            if not mine:  # a run that stopped before this size
+                continue
             rows.append({
                 key: variant, "size": size,
                 "busbw_gbs": round(statistics.median(float(r["busbw_gbs"]) for r in mine), 3),
@@ -85,15 +90,29 @@ def summarise(key: str, busbw: Sequence[Mapping[str, Any]],
     return rows
 
 
-def plot(path: Path, key: str, summary: Sequence[Mapping[str, str]], title: str,
+def write_tables(out: ResultDir, key: str, busbw: Sequence[Mapping[str, Any]],
+                 iterations: Sequence[Mapping[str, Any]],
+                 extra: Mapping[str, Callable[[list[float]], float]]) -> None:
+    """busbw.csv, iterations.csv and summary.csv (`extra`: as `summarise`) of the rows measured
+    so far, each table replaced whole."""
+    out.write_csv("busbw.csv", busbw, busbw_fields(key, list(extra)))
+    out.write_csv("iterations.csv", iterations, iteration_fields(key))
+    out.write_csv("summary.csv", summarise(key, busbw, iterations, extra),
+                  summary_fields(key, list(extra)))
+
+
+def plot(result: ResultDir, key: str, title: str,
          extra: tuple[str, str] | None = None) -> list[Path]:
     """`busbw.png` (median busbw per size and variant; with `extra` (column, axis label) a
-    second panel of it) and `iteration.png` (compute + exposed communication per variant)."""
+    second panel of it) and `iteration.png` (compute + exposed communication per variant that
+    trained), from the run's summary.csv. A run that stopped early draws the sizes and variants
+    it measured."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    summary = result.read_csv("summary.csv")
     variants = list(dict.fromkeys(r[key] for r in summary))
     sizes = list(dict.fromkeys(int(r["size"]) for r in summary))
     panels = 2 if extra else 1
@@ -101,10 +120,11 @@ def plot(path: Path, key: str, summary: Sequence[Mapping[str, str]], title: str,
     width = 0.8 / max(1, len(variants))
     for i, variant in enumerate(variants):
         mine = {int(r["size"]): r for r in summary if r[key] == variant}
-        xs = [k + (i - (len(variants) - 1) / 2) * width for k in range(len(sizes))]
-        axes[0][0].bar(xs, [float(mine[s]["busbw_gbs"]) for s in sizes], width, label=variant)
+        xs = [k + (i - (len(variants) - 1) / 2) * width for k, s in enumerate(sizes) if s in mine]
+        measured = [mine[s] for s in sizes if s in mine]
+        axes[0][0].bar(xs, [float(r["busbw_gbs"]) for r in measured], width, label=variant)
         if extra:
-            axes[0][1].bar(xs, [float(mine[s][extra[0]]) for s in sizes], width, label=variant)
+            axes[0][1].bar(xs, [float(r[extra[0]]) for r in measured], width, label=variant)
     for ax in axes[0]:
         ax.set_xticks(range(len(sizes)), [f"{s // 1024} KiB" for s in sizes])
         ax.set_xlabel("collective size (per rank)")
@@ -113,17 +133,20 @@ def plot(path: Path, key: str, summary: Sequence[Mapping[str, str]], title: str,
     axes[0][0].set_title(f"{title}: median busbw", fontsize=10)
     if extra:
         axes[0][1].set_ylabel(extra[1])
-    first = save_figure(fig, path / "busbw.png")
+    first = save_figure(fig, result.path / "busbw.png")
+    one = {r[key]: r for r in summary}
+    trained = [v for v in variants if one[v]["iteration_s"] != ""]
+    if not trained:  # stopped before the first training
+        return [first]
 
     fig, ax = plt.subplots(figsize=(5, 4))
-    one = {r[key]: r for r in summary}
-    total = [float(one[v]["iteration_s"] or 0) for v in variants]
-    exposed = [float(one[v]["exposed_s"] or 0) for v in variants]
+    total = [float(one[v]["iteration_s"]) for v in trained]
+    exposed = [float(one[v]["exposed_s"]) for v in trained]
     compute = [t - e for t, e in zip(total, exposed, strict=True)]
-    ax.bar(variants, compute, label="compute", color="#999999")
-    ax.bar(variants, exposed, bottom=compute, label="exposed communication", color="#d95f02")
+    ax.bar(trained, compute, label="compute", color="#999999")
+    ax.bar(trained, exposed, bottom=compute, label="exposed communication", color="#d95f02")
     ax.set_ylabel("iteration time (s, modelled)")
     ax.set_title("training iteration (median)", fontsize=10)
     ax.legend(fontsize=8)
-    second = save_figure(fig, path / "iteration.png")
+    second = save_figure(fig, result.path / "iteration.png")
     return [first, second]

@@ -88,6 +88,7 @@ EXPERIMENT_RUNS: dict[str, ExperimentRun] = {
     "lb": ExperimentRun("lx", 19000),
     "hpn-segment": ExperimentRun("sx", 20000),
     "pfc-deadlock": ExperimentRun("tdl", 21000),
+    "rank-mapping-interrupt": ExperimentRun("qz", 63000),  # Ctrl-C midway, then replot
 }
 
 

@@ -59,9 +59,12 @@ def run(ctx: RunContext) -> None:
     spec = scaled_fabric(ctx.fabric or params["fabric"], params,
                          rate_mbps=params["link_mbps"] or None,  # 0: not rate-limited
                          queue_pkts=params["queue_pkts"]).with_mtu(params["mtu"] or None)
-    outcomes, timeline, events = [], [], []
+    dead: set[str] = set()  # flows that delivered nothing at the end of their trial
     with FailoverLab(spec, target=ctx.target, log_dir=ctx.out.path / "logs",
-                     probe_period=params["probe_period_s"], cluster=ctx.cluster) as lab:
+                     probe_period=params["probe_period_s"], cluster=ctx.cluster) as lab, \
+            ctx.out.append_csv("outcomes.csv", OUTCOME_FIELDS) as outcomes, \
+            ctx.out.append_csv("timeline.csv", TIMELINE_FIELDS) as timeline, \
+            ctx.out.append_csv("events.csv", EVENT_FIELDS) as events:
         kinds = list(params["kinds"])
         if "tor" in kinds and not all(lab.dual_homed(src) for src, _ in lab.default_pairs()):
             ctx.progress(f"failover: {spec.name} NICs are single-homed: skipping kind tor")
@@ -69,10 +72,12 @@ def run(ctx: RunContext) -> None:
         for kind in kinds:
             for trial in range(params["trials"]):
                 result = run_trial(lab, kind, trial, params)
+                outcomes.extend(result.outcome_rows())
+                timeline.extend(result.timeline_rows())
+                events.extend(result.event_rows())
+                dead |= {f"{kind} #{trial}: {o.flow}" for o in result.outcomes
+                         if not o.recovered}
                 settle(lab)
-                outcomes += result.outcome_rows()
-                timeline += result.timeline_rows()
-                events += result.event_rows()
                 hit = [o for o in result.outcomes if o.crossed]
                 worst = max((o.loss_window_s for o in hit), default=0.0)
                 ctx.progress(f"failover: {kind} #{trial} ({result.failure.target}): "
@@ -85,16 +90,11 @@ def run(ctx: RunContext) -> None:
                                 "frames (a busy machine, not the failover: try "
                                 f"-p pps={relieved_pps(params['pps'])}, docs/rates.md)"
                                 if result.kernel_drops else ""))
-    ctx.out.write_csv("outcomes.csv", outcomes, OUTCOME_FIELDS)
-    ctx.out.write_csv("timeline.csv", timeline, TIMELINE_FIELDS)
-    ctx.out.write_csv("events.csv", events, EVENT_FIELDS)
     for line in summary(ctx.out):
         ctx.progress(line)
-    dead = sorted({f"{r['kind']} #{r['trial']}: {r['flow']}" for r in outcomes
-                   if not r["recovered"]})
     if dead:
         raise ExperimentError(f"failover: the fabric did not recover: {len(dead)} flow(s) "
-                              f"delivered nothing at the end of their trial ({'; '.join(dead)}); "
+                              f"delivered nothing at the end of their trial ({'; '.join(sorted(dead))}); "
                               f"see logs/ in the result directory")
 
 
@@ -121,6 +121,9 @@ def summary(result: ResultDir) -> list[str]:
 
 
 def plot(result: ResultDir) -> list[Path]:
+    """Both plots once a trial is measured (a run that stopped: from the trials it ran)."""
+    if not result.read_csv("outcomes.csv"):
+        return []
     return [plot_timeline(result), plot_loss_windows(result)]
 
 

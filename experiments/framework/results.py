@@ -307,6 +307,11 @@ class CsvAppender:
             raise OSError(err.errno, err.strerror, str(self.path)) from None
         self.rows += 1
 
+    def extend(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """`append` each of `rows` (one trial's, say)."""
+        for row in rows:
+            self.append(row)
+
     def close(self) -> None:
         self._handle.close()
 

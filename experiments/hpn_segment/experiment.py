@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import random
 import statistics
+from collections.abc import Iterator
 
 from experiments.framework import Experiment, ExperimentError, RunContext, scaled_fabric
 from experiments.framework.engine_switch import LbSwitch, roce_frame
 from experiments.framework.failover_lab import FailoverLab, Failure, Flow
+from experiments.framework.results import CsvAppender
 from experiments.hpn_segment.plots import plot
 from topos import FabricSpec
 from topos.relocate import prefixed
@@ -76,16 +78,17 @@ def class_pairs(spec: FabricSpec) -> dict[str, list[tuple[str, str]]]:
             "cross-segment": [(first[r], other_seg[-1][r]) for r in range(len(first))]}
 
 
-def run_paths(ctx: RunContext, params: dict, target: str) -> list[dict]:
+def run_paths(ctx: RunContext, params: dict, target: str, out: CsvAppender) -> None:
+    """Each class's traced flows, appended to `out` as the class is traced."""
     from topos.analysis import shortest_paths
 
     spec = hpn(params, True)
-    rows: list[dict] = []
     with FailoverLab(spec, target=target, log_dir=ctx.out.path / "logs" / "paths",
                      reconverge=False, probes=False, cluster=ctx.cluster) as lab:
         for cls, pairs in class_pairs(spec).items():
             flows = lab.plan_flows(pairs, params["flows_per_pair"])
             traced = lab.trace_paths(flows)
+            rows: list[dict] = []
             for f in flows:
                 switches = sorted({sw for sw, _ in traced[f.name]})
                 aggs = [sw for sw in switches if spec.switch(sw).tier == 2]
@@ -94,16 +97,15 @@ def run_paths(ctx: RunContext, params: dict, target: str) -> list[dict]:
                              "switch_hops": len(switches), "switches": " ".join(switches),
                              "aggs": " ".join(aggs), "plane": "/".join(planes),
                              "model_paths": len(shortest_paths(spec, f.src, f.dst))})
+            out.extend(rows)
             ctx.progress(f"segment: {cls}: {len(flows)} flows, switch hops "
-                         f"{sorted({r['switch_hops'] for r in rows if r['class'] == cls})}")
-    return rows
+                         f"{sorted({r['switch_hops'] for r in rows})}")
 
 
-def run_polarisation(params: dict) -> list[dict]:
+def run_polarisation(params: dict) -> Iterator[dict]:
     """End-to-end paths used by `polar_flows` flows over k x k (two stages) or k (one)."""
     k = params["polar_links"]
     ports = list(range(1, k + 1))
-    rows = []
     for trial in range(params["polar_trials"]):
         rng = random.Random(f"segment-polar-{trial}")
         sports = rng.sample(range(49152, 65536), params["polar_flows"])
@@ -112,19 +114,20 @@ def run_polarisation(params: dict) -> list[dict]:
         seed1, seed2 = rng.randrange(1 << 16), rng.randrange(1 << 16)
         tor = LbSwitch("ecmp", ports, seed=seed1)
         first = [tor.egress_port(f) for f in frames]
-        rows.append({"design": "HPN dual-plane (1 hash stage)", "trial": trial,
-                     "flows": len(frames), "stages": 1, "paths_available": k,
-                     "paths_used": len(set(first))})
+        yield {"design": "HPN dual-plane (1 hash stage)", "trial": trial,
+               "flows": len(frames), "stages": 1, "paths_available": k,
+               "paths_used": len(set(first))}
         for label, seed in (("3-tier, same seed", seed1), ("3-tier, per-switch seeds", seed2)):
             agg = LbSwitch("ecmp", ports, seed=seed)
             used = {(p, agg.egress_port(f)) for p, f in zip(first, frames, strict=True)}
-            rows.append({"design": label, "trial": trial, "flows": len(frames), "stages": 2,
-                         "paths_available": k * k, "paths_used": len(used)})
-    return rows
+            yield {"design": label, "trial": trial, "flows": len(frames), "stages": 2,
+                   "paths_available": k * k, "paths_used": len(used)}
 
 
-def run_tor_failure(ctx: RunContext, params: dict, target: str) -> tuple[list, list]:
-    rows, timeline = [], []
+def run_tor_failure(ctx: RunContext, params: dict, target: str, out: CsvAppender,
+                    timeline: CsvAppender) -> None:
+    """Per fabric (dual-ToR, then single-ToR): its flows' rows appended to `out`, their
+    goodput bins to `timeline`."""
     for dual in (True, False):
         spec = hpn(params, dual)
         name = "dual-ToR" if dual else "single-ToR"
@@ -143,14 +146,14 @@ def run_tor_failure(ctx: RunContext, params: dict, target: str) -> tuple[list, l
                 lab.restore(failure)
                 _sleep(params["after_s"])
             bins = run.snapshot()
-            rows += tor_rows(name, flows, paths, tor, bins, run, failure, params)
-            timeline += [{"fabric": name, "flow": f.name, "t_s": t, "goodput_bps": v}
-                         for f in flows for t, v in coarse(bins.get(f.name, {}), run, failure)]
-            lost = [r for r in rows if r["fabric"] == name and r["crossed"]]
+            rows = tor_rows(name, flows, paths, tor, bins, run, failure, params)
+            out.extend(rows)
+            timeline.extend({"fabric": name, "flow": f.name, "t_s": t, "goodput_bps": v}
+                            for f in flows for t, v in coarse(bins.get(f.name, {}), run, failure))
+            lost = [r for r in rows if r["crossed"]]
             ctx.progress(f"segment: {name}: ToR {tor} off for {params['fail_s']} s; flows "
                          f"through it kept {statistics.mean(r['during_share'] for r in lost):.0%}"
                          f" of their goodput")
-    return rows, timeline
 
 
 def _sleep(seconds: float) -> None:
@@ -202,18 +205,22 @@ def run(ctx: RunContext) -> None:
                               f"{', '.join(PARTS)}")
     target = ctx.target  # resolved by the framework: p4switch or bmv2
     if "paths" in parts:
-        ctx.out.write_csv("paths.csv", run_paths(ctx, params, target), PATH_FIELDS)
+        with ctx.out.append_csv("paths.csv", PATH_FIELDS) as paths:
+            run_paths(ctx, params, target, paths)
     if "polarisation" in parts:
-        rows = run_polarisation(params)
-        ctx.out.write_csv("polarisation.csv", rows, POLAR_FIELDS)
+        rows = []
+        with ctx.out.append_csv("polarisation.csv", POLAR_FIELDS) as polarisation:
+            for row in run_polarisation(params):
+                polarisation.append(row)
+                rows.append(row)
         for design in dict.fromkeys(r["design"] for r in rows):
             mine = [r for r in rows if r["design"] == design]
             ctx.progress(f"segment: {design}: {statistics.mean(r['paths_used'] for r in mine):.1f}"
                          f" of {mine[0]['paths_available']} paths used")
     if "tor-failure" in parts:
-        rows, timeline = run_tor_failure(ctx, params, target)
-        ctx.out.write_csv("tor_failure.csv", rows, TOR_FIELDS)
-        ctx.out.write_csv("tor_timeline.csv", timeline, TIMELINE_FIELDS)
+        with ctx.out.append_csv("tor_failure.csv", TOR_FIELDS) as tor, \
+                ctx.out.append_csv("tor_timeline.csv", TIMELINE_FIELDS) as timeline:
+            run_tor_failure(ctx, params, target, tor, timeline)
 
 
 EXPERIMENT = Experiment(

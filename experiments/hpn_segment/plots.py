@@ -16,15 +16,23 @@ from experiments.framework.results import ResultDir
 
 
 def plot(result: ResultDir) -> list[Path]:
+    """Each part's plot once it has rows (a run that stopped: the parts it reached)."""
     out = []
-    if (result.path / "paths.csv").exists():
-        out.append(plot_paths(result, result.read_csv("paths.csv")))
-    if (result.path / "polarisation.csv").exists():
-        out.append(plot_polarisation(result, result.read_csv("polarisation.csv")))
-    if (result.path / "tor_timeline.csv").exists():
-        out.append(plot_tor(result, result.read_csv("tor_timeline.csv"),
-                            result.read_csv("tor_failure.csv")))
+    paths = _rows(result, "paths.csv")
+    if paths:
+        out.append(plot_paths(result, paths))
+    polarisation = _rows(result, "polarisation.csv")
+    if polarisation:
+        out.append(plot_polarisation(result, polarisation))
+    timeline = _rows(result, "tor_timeline.csv")
+    if timeline:
+        out.append(plot_tor(result, timeline, result.read_csv("tor_failure.csv")))
     return out
+
+
+def _rows(result: ResultDir, name: str) -> list[dict]:
+    """The rows of CSV file `name`; none when the part did not run."""
+    return result.read_csv(name) if (result.path / name).exists() else []
 
 
 def _save(fig, result: ResultDir, name: str) -> Path:

@@ -260,67 +260,69 @@ def run(ctx: RunContext) -> None:
     sender = {"rto_s": params["rto_s"], "ack_every": params["ack_every"]}
     run_no = 0
     receiver = {"reorder_timeout_s": params["reorder_timeout_s"]}
-    runs, flow_rows, link_rows = [], [], []
-    for name in names:
-        spec = fabric(name, params)
-        mbps = link_mbps(spec, params)
-        rate_bps = mbps * 1e6
-        ctx.progress(f"lb-compare: {name}: links at {mbps:g} Mb/s")
-        first_mode, first_gap, first_tags = modes(params)[0]
-        leaf = end_leaves(spec)[0]
-        ups = uplinks(spec, leaf)
-        with LbLab(spec, mode=first_mode, flowlet_gap_us=first_gap or None, target=target,
-                   switch_tags=first_tags, log_dir=ctx.out.path / "logs" / name,
-                   cluster=ctx.cluster) as lab:
-            rates = UplinkRates(functools.partial(lab.runtime_cli, leaf),
-                                [spec.port_to(leaf, up) for _, up in ups],
-                                link_mbps=mbps, slow_factor=params["slow_factor"],
-                                depth=params["uplink_depth"],
-                                degrade_after=params["degrade_after"])
-            for mode, gap, tags in modes(params):
-                if (mode, gap, tags) != (lab.mode, lab.flowlet_gap_us or 0, lab.switch_tags):
-                    lab.switch_mode(mode, gap or None, tags)  # a fresh pipeline: registers at 0
-                    rates.forget()
-                taken: set[int] | None = set() if mode in PER_PACKET else None
-                for scenario, n in runs_of(params, mode, gap, tags):
-                    for seed in range(params["seeds"]):
-                        run_no += 1
-                        flows = plan(spec, n, seed, params["flow_bytes"], taken,
-                                     qpn_base=256 * run_no)
-                        before = lab.link_counters()
-                        lab.queue_peaks(ups)  # zeroes them
-                        drops_before = lab.kernel_drops()
-                        with rates.scenario(scenario, ideal_s(flows, rate_bps)):
-                            outcomes = lab.run_flows(flows, rate_bps=rate_bps,
-                                                     timeout_s=params["timeout_s"],
-                                                     sender=sender, receiver=receiver)
-                        if scenario != "even":  # resends still queued behind the slow port
-                            lab.wait_idle(ups)
-                        loads = lab.link_counters() - before
-                        row = run_row(spec, mode, gap, flows, seed, outcomes, loads, rate_bps,
-                                      scenario, tags)
-                        row["uplink_queue_peak"] = max(lab.queue_peaks(ups).values())
-                        drops = lab.kernel_drops_since(drops_before)
-                        row["ring_drops"] = "" if drops is None else drops
-                        runs.append(row)
-                        flow_rows += _flow_rows(row, outcomes)
-                        link_rows += [{"fabric": name, "scenario": scenario,
-                                       "label": row["label"], "flows": n,
-                                       "seed": seed, "link": f"{a}>{b}", "packets": p,
-                                       "bytes": loads.bytes[(a, b)]}
-                                      for (a, b), p in sorted(loads.packets.items()) if p]
-                        ctx.progress(f"lb-compare: {name} {scenario:>11} {row['label']:>14} "
-                                     f"N={n:<3} seed {seed}: imbalance {row['imbalance']:.2f} "
-                                     f"(ECMP theory {row['expected_ecmp']:.2f}), JCT "
-                                     f"{row['jct_s']:.2f} s, out of order "
-                                     f"{row['ooo_fraction']:.1%}, resent "
-                                     f"{row['retransmitted_packets']}, uplink queue peak "
-                                     f"{row['uplink_queue_peak']}"
-                                     + (f", {row['ring_drops']} dropped at the switches' "
-                                        f"receive rings" if row["ring_drops"] else ""))
-    ctx.out.write_csv("runs.csv", runs, RUN_FIELDS)
-    ctx.out.write_csv("flows.csv", flow_rows, FLOW_FIELDS)
-    ctx.out.write_csv("links.csv", link_rows, LINK_FIELDS)
+    every_mode = modes(params)  # checked before anything is written
+    runs: list[dict] = []  # for the summary
+    with ctx.out.append_csv("runs.csv", RUN_FIELDS) as run_table, \
+            ctx.out.append_csv("flows.csv", FLOW_FIELDS) as flow_table, \
+            ctx.out.append_csv("links.csv", LINK_FIELDS) as link_table:
+        for name in names:
+            spec = fabric(name, params)
+            mbps = link_mbps(spec, params)
+            rate_bps = mbps * 1e6
+            ctx.progress(f"lb-compare: {name}: links at {mbps:g} Mb/s")
+            first_mode, first_gap, first_tags = every_mode[0]
+            leaf = end_leaves(spec)[0]
+            ups = uplinks(spec, leaf)
+            with LbLab(spec, mode=first_mode, flowlet_gap_us=first_gap or None, target=target,
+                       switch_tags=first_tags, log_dir=ctx.out.path / "logs" / name,
+                       cluster=ctx.cluster) as lab:
+                rates = UplinkRates(functools.partial(lab.runtime_cli, leaf),
+                                    [spec.port_to(leaf, up) for _, up in ups],
+                                    link_mbps=mbps, slow_factor=params["slow_factor"],
+                                    depth=params["uplink_depth"],
+                                    degrade_after=params["degrade_after"])
+                for mode, gap, tags in every_mode:
+                    if (mode, gap, tags) != (lab.mode, lab.flowlet_gap_us or 0, lab.switch_tags):
+                        lab.switch_mode(mode, gap or None, tags)  # a fresh pipeline: registers at 0
+                        rates.forget()
+                    taken: set[int] | None = set() if mode in PER_PACKET else None
+                    for scenario, n in runs_of(params, mode, gap, tags):
+                        for seed in range(params["seeds"]):
+                            run_no += 1
+                            flows = plan(spec, n, seed, params["flow_bytes"], taken,
+                                         qpn_base=256 * run_no)
+                            before = lab.link_counters()
+                            lab.queue_peaks(ups)  # zeroes them
+                            drops_before = lab.kernel_drops()
+                            with rates.scenario(scenario, ideal_s(flows, rate_bps)):
+                                outcomes = lab.run_flows(flows, rate_bps=rate_bps,
+                                                         timeout_s=params["timeout_s"],
+                                                         sender=sender, receiver=receiver)
+                            if scenario != "even":  # resends still queued behind the slow port
+                                lab.wait_idle(ups)
+                            loads = lab.link_counters() - before
+                            row = run_row(spec, mode, gap, flows, seed, outcomes, loads, rate_bps,
+                                          scenario, tags)
+                            row["uplink_queue_peak"] = max(lab.queue_peaks(ups).values())
+                            drops = lab.kernel_drops_since(drops_before)
+                            row["ring_drops"] = "" if drops is None else drops
+                            runs.append(row)
+                            run_table.append(row)
+                            flow_table.extend(_flow_rows(row, outcomes))
+                            link_table.extend({"fabric": name, "scenario": scenario,
+                                               "label": row["label"], "flows": n,
+                                               "seed": seed, "link": f"{a}>{b}", "packets": p,
+                                               "bytes": loads.bytes[(a, b)]}
+                                              for (a, b), p in sorted(loads.packets.items()) if p)
+                            ctx.progress(f"lb-compare: {name} {scenario:>11} {row['label']:>14} "
+                                         f"N={n:<3} seed {seed}: imbalance {row['imbalance']:.2f} "
+                                         f"(ECMP theory {row['expected_ecmp']:.2f}), JCT "
+                                         f"{row['jct_s']:.2f} s, out of order "
+                                         f"{row['ooo_fraction']:.1%}, resent "
+                                         f"{row['retransmitted_packets']}, uplink queue peak "
+                                         f"{row['uplink_queue_peak']}"
+                                         + (f", {row['ring_drops']} dropped at the switches' "
+                                            f"receive rings" if row["ring_drops"] else ""))
     for line in summary(runs):
         ctx.progress(line)
 

@@ -19,9 +19,10 @@ DASHES = ["-", "--", "-.", ":"]
 
 
 def plot(result: ResultDir) -> list[Path]:
+    """The plots of the runs measured (a run that stopped: of the runs it made)."""
     every = result.read_csv("runs.csv")
     runs = [r for r in every if r.get("scenario", "even") == "even"]
-    out = [plot_imbalance(result, runs), plot_completion_cdf(result, runs)]
+    out = [plot_imbalance(result, runs), plot_completion_cdf(result, runs)] if runs else []
     if any(r.get("scenario", "even") != "even" for r in every):
         out.append(plot_scenarios(result, every))
     if any(r.get("tags") == "0" for r in runs):

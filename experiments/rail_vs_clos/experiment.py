@@ -32,7 +32,7 @@ from jobs.workload import find, load
 from topos import FabricSpec
 
 KEY = "fabric"
-EXTRA = ["agg_bytes"]
+SUMMED = {"agg_bytes": sum}  # summary.csv's extra column: summed over the repetitions
 FABRICS = ("hpn7", "clos")
 
 
@@ -52,7 +52,10 @@ def agg_bytes(spec: FabricSpec, tx: Any) -> int:
     return sum(n for (src, dst), n in tx.items() if dst in aggs and src not in aggs)
 
 
-def run_fabric(ctx: RunContext, name: str, index: int) -> tuple[list[dict], list[dict]]:
+def run_fabric(ctx: RunContext, name: str, index: int, busbw: list[dict],
+               iterations: list[dict]) -> None:
+    """Measure fabric `name`, adding its rows to `busbw` and `iterations`; the tables are
+    rewritten after every size and after the training."""
     params = ctx.params
     spec = fabric(name, params, index)
     job = load(find(params["job"]))
@@ -60,7 +63,6 @@ def run_fabric(ctx: RunContext, name: str, index: int) -> tuple[list[dict], list
         raise ExperimentError(f"rail-vs-clos: job {job.name} has {job.ranks} ranks, the "
                               f"fabrics {len(spec.host_nics())} GPUs (set segments, "
                               f"servers_per_segment, gpus_per_server to match)")
-    busbw, iterations = [], []
     with JobFabric(spec, target=ctx.target, model_gbps=params["model_gbps"],
                    log_dir=ctx.out.path / "logs" / name) as lab:
         ranks = lab.ranks(job)
@@ -71,6 +73,7 @@ def run_fabric(ctx: RunContext, name: str, index: int) -> tuple[list[dict], list
             busbw += [compare.busbw_row(KEY, name, "all_reduce", "hierarchical", lab.rate, size,
                                         rep, res, agg_bytes=per_run)
                       for rep, res in enumerate(results)]
+            compare.write_tables(ctx.out, KEY, busbw, iterations, SUMMED)
             median = statistics.median(r["busbw_gbs"] for r in busbw[-len(results):])
             ctx.progress(f"rail-vs-clos: {name} allreduce {size} B: busbw {median:.1f} GB/s, "
                          f"{per_run} B into the aggregation layer per run")
@@ -78,27 +81,20 @@ def run_fabric(ctx: RunContext, name: str, index: int) -> tuple[list[dict], list
                                iterations=params["iterations"])
         result = lab.train(job, options=options, progress=ctx.progress)
         iterations += compare.iteration_table(KEY, name, result)
-    return busbw, iterations
+        compare.write_tables(ctx.out, KEY, busbw, iterations, SUMMED)
 
 
 def run(ctx: RunContext) -> None:
     names = [ctx.fabric] if ctx.fabric else list(FABRICS)
-    busbw, iterations = [], []
+    busbw: list[dict] = []
+    iterations: list[dict] = []
     for index, name in enumerate(names):
-        b, i = run_fabric(ctx, name, index)
-        busbw += b
-        iterations += i
-    ctx.out.write_csv("busbw.csv", busbw, compare.busbw_fields(KEY, EXTRA))
-    ctx.out.write_csv("iterations.csv", iterations, compare.iteration_fields(KEY))
-    ctx.out.write_csv("summary.csv", compare.summarise(KEY, busbw, iterations,
-                                                       {"agg_bytes": sum}),
-                      compare.summary_fields(KEY, EXTRA))
+        run_fabric(ctx, name, index, busbw, iterations)
 
 
 def plot(result: ResultDir) -> list[Path]:
-    return compare.plot(result.path, KEY, result.read_csv("summary.csv"),
-                        "hierarchical allreduce", ("agg_bytes", "bytes into the aggregation "
-                                                                "layer (sum of timed runs)"))
+    return compare.plot(result, KEY, "hierarchical allreduce",
+                        ("agg_bytes", "bytes into the aggregation layer (sum of timed runs)"))
 
 
 EXPERIMENT = Experiment(

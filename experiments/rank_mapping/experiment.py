@@ -34,7 +34,7 @@ from topos import FabricSpec
 
 KEY = "order"
 ORDERS = ("naive", "remap")
-EXTRA = ["max_link_flows"]
+MAXED = {"max_link_flows": max}  # summary.csv's extra column: the most over the repetitions
 
 
 def fabric(params: dict[str, Any]) -> FabricSpec:
@@ -75,21 +75,17 @@ def run(ctx: RunContext) -> None:
                 busbw += [compare.busbw_row(KEY, order, "all_reduce", "hd", lab.rate, size, rep,
                                             res, max_link_flows=conflicts)
                           for rep, res in enumerate(results)]
+                compare.write_tables(ctx.out, KEY, busbw, iterations, MAXED)
                 median = statistics.median(r["busbw_gbs"] for r in busbw[-len(results):])
                 ctx.progress(f"rank-mapping: {order} hd allreduce {size} B: busbw "
                              f"{median:.1f} GB/s, at most {conflicts} flows on a link")
             result = lab.train(job, order=order, options=options, progress=ctx.progress)
             iterations += compare.iteration_table(KEY, order, result)
-    ctx.out.write_csv("busbw.csv", busbw, compare.busbw_fields(KEY, EXTRA))
-    ctx.out.write_csv("iterations.csv", iterations, compare.iteration_fields(KEY))
-    ctx.out.write_csv("summary.csv", compare.summarise(KEY, busbw, iterations,
-                                                       {"max_link_flows": max}),
-                      compare.summary_fields(KEY, EXTRA))
+            compare.write_tables(ctx.out, KEY, busbw, iterations, MAXED)
 
 
 def plot(result: ResultDir) -> list[Path]:
-    return compare.plot(result.path, KEY, result.read_csv("summary.csv"),
-                        "BiGraph halving-doubling",
+    return compare.plot(result, KEY, "BiGraph halving-doubling",
                         ("max_link_flows", "most flows on one switch-to-switch link"))
 
 

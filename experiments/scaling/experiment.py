@@ -39,31 +39,31 @@ def run(ctx: RunContext) -> None:
     job = load(find(params["job"]))
     if any(rate <= 0 for rate in params["link_mbps"]):
         raise ExperimentError(f"scaling: link rates must be > 0 Mb/s, got {params['link_mbps']}")
-    points, iterations = [], []
-    for index, rate in enumerate(params["link_mbps"]):
-        spec = isolated(scaled_fabric("hpn7", params, rate_mbps=rate),
-                        {**params, "port_base": params["port_base"] + 100 * index})
-        model_gbps = rate * params["gbps_per_mbps"]
-        with JobFabric(spec, target=ctx.target, model_gbps=model_gbps,
-                       log_dir=ctx.out.path / "logs" / f"{rate:g}") as lab:
-            result = lab.train(job, options=TrainOptions(
-                all_reduce="hierarchical", time_scale=params["time_scale"],
-                iterations=params["iterations"]), progress=lambda _line: None)
-        its = compare.iteration_table(KEY, f"{model_gbps:g}", result)
-        iterations += its
-        buckets = [c.busbw_gbs for it in result.iterations for c in it.collectives
-                   if c.purpose.startswith("dp")]
-        iteration_s = statistics.median(float(r["iteration_s"]) for r in its)
-        points.append({"link_mbps": rate, "model_gbps": model_gbps,
-                       "busbw_gbs": round(statistics.median(buckets), 3),
-                       "iteration_s": round(iteration_s, 4), "compute_s": job.compute_s,
-                       "exposed_s": round(iteration_s - job.compute_s, 4),
-                       "efficiency": round(job.compute_s / iteration_s, 4)})
-        ctx.progress(f"scaling: {rate:g} Mb/s links ({model_gbps:g} Gb/s modelled): busbw "
-                     f"{points[-1]['busbw_gbs']} GB/s per GPU, iteration {iteration_s:.3f} s, "
-                     f"efficiency {points[-1]['efficiency']:.0%}")
-    ctx.out.write_csv("points.csv", points, POINT_FIELDS)
-    ctx.out.write_csv("iterations.csv", iterations, compare.iteration_fields(KEY))
+    with ctx.out.append_csv("points.csv", POINT_FIELDS) as points, \
+            ctx.out.append_csv("iterations.csv", compare.iteration_fields(KEY)) as iterations:
+        for index, rate in enumerate(params["link_mbps"]):
+            spec = isolated(scaled_fabric("hpn7", params, rate_mbps=rate),
+                            {**params, "port_base": params["port_base"] + 100 * index})
+            model_gbps = rate * params["gbps_per_mbps"]
+            with JobFabric(spec, target=ctx.target, model_gbps=model_gbps,
+                           log_dir=ctx.out.path / "logs" / f"{rate:g}") as lab:
+                result = lab.train(job, options=TrainOptions(
+                    all_reduce="hierarchical", time_scale=params["time_scale"],
+                    iterations=params["iterations"]), progress=lambda _line: None)
+            its = compare.iteration_table(KEY, f"{model_gbps:g}", result)
+            buckets = [c.busbw_gbs for it in result.iterations for c in it.collectives
+                       if c.purpose.startswith("dp")]
+            iteration_s = statistics.median(float(r["iteration_s"]) for r in its)
+            point = {"link_mbps": rate, "model_gbps": model_gbps,
+                     "busbw_gbs": round(statistics.median(buckets), 3),
+                     "iteration_s": round(iteration_s, 4), "compute_s": job.compute_s,
+                     "exposed_s": round(iteration_s - job.compute_s, 4),
+                     "efficiency": round(job.compute_s / iteration_s, 4)}
+            iterations.extend(its)
+            points.append(point)
+            ctx.progress(f"scaling: {rate:g} Mb/s links ({model_gbps:g} Gb/s modelled): busbw "
+                         f"{point['busbw_gbs']} GB/s per GPU, iteration {iteration_s:.3f} s, "
+                         f"efficiency {point['efficiency']:.0%}")
 
 
 def plot(result: ResultDir) -> list[Path]:
@@ -72,7 +72,7 @@ def plot(result: ResultDir) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    points = result.read_csv("points.csv")
+    points = result.read_csv("points.csv")  # a run that stopped: the rates it measured
     fig, ax = plt.subplots(figsize=(6, 4))
     xs = [float(p["busbw_gbs"]) for p in points]
     ys = [100 * float(p["efficiency"]) for p in points]

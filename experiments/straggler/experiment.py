@@ -78,9 +78,11 @@ def run(ctx: RunContext) -> None:
     switch, victim, port = degraded_link(spec, params)
     options = TrainOptions(all_reduce=params["algorithm"], time_scale=params["time_scale"],
                            iterations=params["iterations"])
-    iterations, ranks, verdicts = [], [], []
     with JobFabric(spec, target=ctx.target, model_gbps=params["model_gbps"],
-                   log_dir=ctx.out.path / "logs") as lab:
+                   log_dir=ctx.out.path / "logs") as lab, \
+            ctx.out.append_csv("iterations.csv", ITERATION_FIELDS) as iterations, \
+            ctx.out.append_csv("ranks.csv", RANK_FIELDS) as ranks, \
+            ctx.out.append_csv("verdict.csv", VERDICT_FIELDS) as verdicts:
         for phase in PHASES:
             if phase == "degraded":
                 pps = queue_pps(params["link_mbps"], params["slow_factor"])
@@ -89,17 +91,15 @@ def run(ctx: RunContext) -> None:
                 ctx.progress(f"straggler: {switch} -> {victim} (port {port}) served at "
                              f"{pps} packets/s ({params['slow_factor']:g} of the link)")
             result = lab.train(job, options=options, progress=ctx.progress)
-            iterations += [{"phase": phase, **r} for r in iteration_rows(result)]
-            ranks += [{"phase": phase, **r} for r in rank_rows(result)]
-            verdicts.append(verdict_row(phase, result, (switch, victim)))
+            iterations.extend({"phase": phase, **r} for r in iteration_rows(result))
+            ranks.extend({"phase": phase, **r} for r in rank_rows(result))
+            verdict = verdict_row(phase, result, (switch, victim))
             if phase == "degraded":  # the port still slowed: what INT and counters name
-                verdicts[-1].update(diagnose_row(lab, (switch, victim, port)))
-                ctx.progress(f"straggler: diagnose names {verdicts[-1]['diagnosed_link'] or 'nothing'}"
-                             f" ({verdicts[-1]['diagnosed_symptom']})")
-            ctx.progress(f"straggler: {phase}: {verdicts[-1]['why']}")
-    ctx.out.write_csv("iterations.csv", iterations, ITERATION_FIELDS)
-    ctx.out.write_csv("ranks.csv", ranks, RANK_FIELDS)
-    ctx.out.write_csv("verdict.csv", verdicts, VERDICT_FIELDS)
+                verdict.update(diagnose_row(lab, (switch, victim, port)))
+                ctx.progress(f"straggler: diagnose names {verdict['diagnosed_link'] or 'nothing'}"
+                             f" ({verdict['diagnosed_symptom']})")
+            verdicts.append(verdict)
+            ctx.progress(f"straggler: {phase}: {verdict['why']}")
 
 
 def verdict_row(phase: str, result: TrainResult, degraded: tuple[str, str]) -> dict[str, Any]:

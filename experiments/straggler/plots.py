@@ -15,7 +15,9 @@ from experiments.framework.results import ResultDir
 
 
 def plot(result: ResultDir) -> list[Path]:
-    iterations = result.read_csv("iterations.csv")
+    iterations = result.read_csv("iterations.csv")  # a run that stopped: the phases it ran
+    if not iterations:
+        return []
     ranks = result.read_csv("ranks.csv")
     verdicts = {r["phase"]: r for r in result.read_csv("verdict.csv")}
     phases = list(dict.fromkeys(r["phase"] for r in iterations))

@@ -35,6 +35,7 @@ from experiments.framework import (
     scaled_fabric,
 )
 from experiments.framework.lb_lab import LbLab, LinkLoads
+from experiments.framework.results import CsvAppender
 from experiments.topology_aware.paths import PathModel, conflicts, measured_link_flows
 from experiments.topology_aware.plots import plot
 from jobs.ccl.collectives import build
@@ -126,7 +127,10 @@ def run_step(comm: Communicator, members: list[Member], sched: Schedule, step: S
         comm.unload(loaded)
 
 
-def run_part(ctx: RunContext, fabric_name: str, target: str) -> tuple[list[dict], list[dict]]:
+def run_part(ctx: RunContext, fabric_name: str, target: str, collectives: CsvAppender,
+             steps: CsvAppender) -> None:
+    """Both orders of one part: each step's row appended to `steps` as it is measured, each
+    order's to `collectives` when its last step is."""
     params = ctx.params
     algorithm, orders = PARTS[fabric_name]
     spec = isolated(scaled_fabric(fabric_name, params, scale(fabric_name, params),
@@ -139,7 +143,6 @@ def run_part(ctx: RunContext, fabric_name: str, target: str) -> tuple[list[dict]
     link_bps = params["link_mbps"] * 1e6
     gpus = nic_gpus(spec)  # engine rank i on NIC i
     engine = {g.nic: i for i, g in enumerate(gpus)}
-    collectives, steps = [], []
     with LbLab(spec, mode="ecmp", target=target, cluster=ctx.cluster,
                log_dir=ctx.out.path / "logs" / fabric_name) as lab, \
             Communicator([lab.host(g.nic) for g in gpus], gpus, spec,
@@ -160,16 +163,16 @@ def run_part(ctx: RunContext, fabric_name: str, target: str) -> tuple[list[dict]
                 flows = [(ranks[f.src], ranks[f.dst], f.bytes) for f in step.flows]
                 rows.append(step_row(fabric_name, order, index, step, res, flows,
                                      after - before, model, links, tops, mtu))
+                steps.append(rows[-1])
                 before = after
-            steps += rows
-            collectives.append(collective_row(fabric_name, spec.name, order, sched, rows))
+            total = collective_row(fabric_name, spec.name, order, sched, rows)
+            collectives.append(total)
             ctx.progress(f"topology-aware: {fabric_name} {sched.name} {order}: "
-                         f"{collectives[-1]['total_s']:.2f} s, superspine packets "
-                         f"{collectives[-1]['superspine_packets']} (model "
-                         f"{collectives[-1]['model_superspine_packets']}), link conflicts "
+                         f"{total['total_s']:.2f} s, superspine packets "
+                         f"{total['superspine_packets']} (model "
+                         f"{total['model_superspine_packets']}), link conflicts "
                          f"per step {[r['measured_conflicts'] for r in rows]} (model "
                          f"{[r['model_conflicts'] for r in rows]})")
-    return collectives, steps
 
 
 def collective_row(part: str, fabric_name: str, order: str, sched: Schedule,
@@ -191,13 +194,10 @@ def run(ctx: RunContext) -> None:
         raise ExperimentError(f"topology-aware: no part for {', '.join(unknown)}; "
                               f"parts: {', '.join(PARTS)}")
     target = ctx.target  # resolved by the framework: p4switch or bmv2
-    collectives, steps = [], []
-    for name in names:
-        c, s = run_part(ctx, name, target)
-        collectives += c
-        steps += s
-    ctx.out.write_csv("collectives.csv", collectives, COLLECTIVE_FIELDS)
-    ctx.out.write_csv("steps.csv", steps, STEP_FIELDS)
+    with ctx.out.append_csv("collectives.csv", COLLECTIVE_FIELDS) as collectives, \
+            ctx.out.append_csv("steps.csv", STEP_FIELDS) as steps:
+        for name in names:
+            run_part(ctx, name, target, collectives, steps)
 
 
 EXPERIMENT = Experiment(

@@ -84,6 +84,14 @@ def test_each_row_is_on_disk_as_soon_as_it_is_appended(tmp_path: Path) -> None:
         result.append_csv("rows.csv", ["n"])
 
 
+def test_a_trial_of_rows_is_on_disk_when_extend_returns(tmp_path: Path) -> None:
+    with ResultDir(tmp_path).append_csv("trials.csv", ["trial", "flow"]) as trials:
+        trials.extend({"trial": 0, "flow": f"f{i}"} for i in range(3))
+        assert rows_on_disk(tmp_path / "trials.csv") == [{"trial": "0", "flow": f"f{i}"}
+                                                          for i in range(3)]
+        assert trials.rows == 3
+
+
 def test_ctrl_c_keeps_every_row_measured_and_marks_the_run_interrupted(tmp_path: Path) -> None:
     out = tmp_path / "run"
     run = Measuring(out, rows=10)
