@@ -28,6 +28,7 @@ from experiments.framework.results import (
     claim,
     run_state,
 )
+from tests.interrupt import interrupt_when
 
 ROOT = Path(__file__).resolve().parents[2]
 MEASURING = Path(__file__).resolve().parent / "measuring_run.py"
@@ -125,24 +126,11 @@ def test_a_killed_run_keeps_its_rows_and_stays_incomplete(tmp_path: Path) -> Non
 
 def test_ctrl_c_during_ecmp_hashing_keeps_its_rows_and_replot_draws_them(tmp_path: Path) -> None:
     out = tmp_path / "ecmp"
-    proc = subprocess.Popen([*CLI, "run", "ecmp-hashing", "--out", str(out), "-p", "trials=12"],
-                            cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if line.strip() == "ecmp-hashing: 2 links done":
-                break
-        else:
-            pytest.fail(f"the run ended first: {proc.communicate()}")
-        measured = len(rows_on_disk(out / "imbalance.csv"))
-        proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 130
+    status, stdout, stderr, measured = interrupt_when(
+        [*CLI, "run", "ecmp-hashing", "--out", str(out), "-p", "trials=12"],
+        lambda line: line.strip() == "ecmp-hashing: 2 links done", cwd=ROOT, env=ENV,
+        before=lambda: len(rows_on_disk(out / "imbalance.csv")))
+    assert status == 130
     assert stderr == "fabric-lab run: interrupted\n"
     assert f"ecmp-hashing: interrupted: what it measured so far is in {out}" in stdout
     rows = rows_on_disk(out / "imbalance.csv")

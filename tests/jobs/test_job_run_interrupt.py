@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from jobs import compare
+from tests.interrupt import interrupt_when
 from tests.ports import EXPERIMENT_RUNS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,24 +41,11 @@ def interfaces(prefix: str) -> list[str]:
 @pytest.mark.root
 def test_ctrl_c_during_rank_mapping_keeps_its_rows_and_replot_draws_them(tmp_path: Path) -> None:
     out = tmp_path / "rm"
-    proc = subprocess.Popen([*CLI, "run", "rank-mapping", "--quick", "--target", "p4switch",
-                             "--out", str(out), *RUN.argv], cwd=ROOT, env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if line.startswith(FIRST_ROWS):
-                break
-        else:
-            pytest.fail(f"the run ended before its first rows: {proc.communicate()}")
-        measured = rows_on_disk(out / "busbw.csv")  # on disk while the run goes
-        proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=180)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 130, stderr
+    status, stdout, stderr, measured = interrupt_when(
+        [*CLI, "run", "rank-mapping", "--quick", "--target", "p4switch", "--out", str(out),
+         *RUN.argv], lambda line: line.startswith(FIRST_ROWS), cwd=ROOT, env=ENV, timeout=180,
+        before=lambda: rows_on_disk(out / "busbw.csv"))  # on disk while the run goes
+    assert status == 130, stderr
     assert stderr.splitlines()[-1] == "fabric-lab run: interrupted" and "Traceback" not in stderr
     assert f"rank-mapping: interrupted: what it measured so far is in {out}" in stdout
     assert interfaces(RUN.prefix) == []  # the fabric is down

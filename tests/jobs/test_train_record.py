@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from jobs.scale import Scale
 from jobs.train import CollectiveRun, JobScale, TrainResult, lay_out
 from jobs.train_record import TrainRecord
 from jobs.workload import validate
+from tests.interrupt import interrupt_when
 from tests.ports import FABRICS
 from topos.builders import build_fabric
 
@@ -144,25 +144,14 @@ def test_ctrl_c_during_train_keeps_the_iterations_measured_and_prints_their_repo
     fabric.write_text(json.dumps(FABRICS["jobs-train-interrupt"].apply(
         build_fabric("hpn7")).to_dict()))
     out = tmp_path / "out"
-    proc = subprocess.Popen(
+    status, stdout, stderr, on_disk = interrupt_when(
         [sys.executable, "-m", "fabric_lab.cli", "train", str(REPO / "jobs/examples/gpt-3d.yaml"),
          "--fabric", str(fabric), "--iterations", "20", "--time-scale", "0.25",
-         "--out", str(out)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if line.startswith("iteration 0: ") and "compute" in line:  # its end
-                break
-        else:
-            pytest.fail(f"no iteration ended: {proc.communicate()}")
-        assert len(rows(out / "iterations.csv")) >= 1  # on disk before the run ends
-        proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 130, stderr
+         "--out", str(out)],
+        lambda line: line.startswith("iteration 0: ") and "compute" in line,  # its end
+        cwd=REPO, timeout=300, before=lambda: len(rows(out / "iterations.csv")))
+    assert on_disk >= 1  # on disk before the run ends
+    assert status == 130, stderr
     kept = rows(out / "iterations.csv")
     assert 1 <= len(kept) < 20
     assert stderr.strip().splitlines()[-1] == (f"fabric-lab train: interrupted after {len(kept)} "
