@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import pwd
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from experiments.framework.report import MAX_LISTED, ReportError, build_report
+from tests.users import unused_id
 
 REPO = Path(__file__).resolve().parents[2]
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
@@ -30,16 +30,6 @@ def make_run(results: Path, name: str = "20250101-000000") -> Path:
                                                  "status": "complete"}))
     (run / "good.png").write_bytes(PNG)
     return run
-
-
-def unused_id() -> int:
-    uid = 61300
-    while True:
-        try:
-            pwd.getpwuid(uid)
-        except KeyError:
-            return uid
-        uid += 1
 
 
 def test_a_png_linked_to_etc_passwd_is_refused_and_nothing_written(tmp_path: Path) -> None:
@@ -108,7 +98,7 @@ def test_the_page_replaces_a_link_in_its_place_and_never_writes_through_it(tmp_p
 @pytest.mark.skipif(os.geteuid() != 0, reason="files of another user need root")
 def test_under_sudo_a_file_the_user_cannot_read_is_refused_and_the_page_is_theirs(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    user = unused_id()
+    user = unused_id(61300)
     results = tmp_path / "results"
     run = make_run(results)
     for path in [tmp_path, results, results / "exp", run, *run.iterdir()]:

@@ -5,7 +5,6 @@ the user; the commands run as real processes, the report as that uid."""
 from __future__ import annotations
 
 import os
-import pwd
 import subprocess
 from pathlib import Path
 
@@ -13,21 +12,12 @@ import pytest
 
 from experiments.framework.report import build_report
 from experiments.framework.results import allocate, give_to_invoking_user, invoking_user
+from tests.users import unused_id
 
 REPO = Path(__file__).resolve().parents[2]
 FABRIC_LAB = REPO / ".venv" / "bin" / "fabric-lab"
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="handing files to another user needs root")
-
-
-def unused_id() -> int:
-    uid = 61234
-    while True:
-        try:
-            pwd.getpwuid(uid)
-        except KeyError:
-            return uid
-        uid += 1
 
 
 @pytest.fixture
