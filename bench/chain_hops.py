@@ -3,7 +3,7 @@
 
 `make bench-switch` floods one switch, so every wake-up finds dozens of frames; in a fabric a
 switch wakes for one or a few, and the cost per hop is four to nine times higher
-(docs/rates.md). This harness isolates that case: K switches in a line (h1 - s1 - ... - sK -
+(docs/packet-hop.md). This harness isolates that case: K switches in a line (h1 - s1 - ... - sK -
 h2, veth pairs, the switches in the root namespace, each routing 10.0.2.0/24 from port 1 to
 port 2 through a one-member ECMP group) and one paced flow from h1 to h2. It reports, per
 packet-hop: the switches' CPU (utime + stime from /proc), their context switches (voluntary:

@@ -34,7 +34,7 @@ def netem_available() -> bool:
 # anyway (a switch kept off the CPU for a millisecond forwards what arrived meanwhile at once)
 # and the batches the collective engines send (jobs/ccl/c/fabric.c): the class then releases
 # one frame per timer, each frame wakes the next switch on its own, and a 1000 Mb/s fabric
-# carried a fifth less (docs/rates.md, "The packet budget").
+# carried a fifth less (docs/packet-hop.md, "Where a fabric's CPU goes").
 # Links up to FAST_LINK_MBPS (every experiment's: the fastest, lb-compare's, reach 80 Mb/s)
 # keep tc's one-frame ceil bucket and a 15 KB rate bucket, as they always had, unless they carry
 # jumbo frames (JUMBO_MTU and more: the job fabrics' RoCE MTU 4096): a job's engines send in
