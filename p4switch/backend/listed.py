@@ -22,8 +22,7 @@ from .model import explicit_id, local_name
 if TYPE_CHECKING:
     from .context import GenContext
 
-_LISTED = (*(k for k, e in EXTERNS.items() if not e.direct), "action_profile", "action_selector")
-_DIRECT = tuple(k for k, e in EXTERNS.items() if e.direct)
+_PROFILES = ("action_profile", "action_selector")  # listed, though not of EXTERNS
 
 
 class ListedGen:
@@ -51,9 +50,10 @@ class ListedGen:
         kind = sym.type.decl.name
         if getattr(sym.decl.tref, "name", kind) != kind:
             return  # through a typedef
-        if kind in _DIRECT:
+        extern = EXTERNS.get(kind)  # read at each use: a kind registered later counts
+        if extern is not None and extern.direct:
             self.ctx.declared_direct.append((sym, prefix))  # attached (or not) by the tables
-        elif kind in _LISTED:
+        elif extern is not None or kind in _PROFILES:
             self.ctx.program.extern_instance(sym, prefix)
 
     def unattached_direct(self, model: cp.ControlPlaneModel) -> list[cp.Counter | cp.Meter]:

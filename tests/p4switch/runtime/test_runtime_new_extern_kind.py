@@ -92,5 +92,5 @@ def test_a_kind_listed_in_externs_is_compiled_and_keeps_state(with_tally) -> Non
 
 
 def test_without_its_module_the_extern_is_a_clear_error() -> None:
-    with pytest.raises(P4CompileError, match=r"tally.p4:\d+:\d+: unsupported: tally.bump"):
+    with pytest.raises(P4CompileError, match=r"tally.p4:\d+:\d+: error: unsupported: tally.bump"):
         compile_source(PROGRAM, "tally.p4")

@@ -171,7 +171,7 @@ def test_without_a_compiler_native_is_refused_and_auto_falls_back(
     compiled = subprocess.run([sys.executable, "-m", "p4switch.cli.compile", str(PROGRAM),
                                "--native"], cwd=REPO, capture_output=True, text=True,
                               timeout=120, check=False)
-    assert compiled.returncode == 4
+    assert compiled.returncode == 3  # this machine cannot build the native pipeline
     assert "no native pipeline: no C compiler" in compiled.stderr
     with SwitchProcess(["--pipeline", "python", "--no-p4"], log=True) as sw:
         client, _ = push(sw, tmp_path)
