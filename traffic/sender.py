@@ -225,7 +225,9 @@ class Sender:
             last = i == len(plan) - 1
             stamp = 0
             if i == 0:
-                stamp = qp.stamps.get(message) or int((now + wall_off) * 1e9)
+                # read from the wall clock itself: perf_counter + wall_off is off by however long
+                # the process was preempted between the two reads that made wall_off
+                stamp = qp.stamps.get(message) or time.time_ns()
                 if qp.reliable:
                     qp.stamps[message] = stamp
                     qp.stamps.pop(message - 2, None)

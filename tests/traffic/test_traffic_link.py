@@ -49,7 +49,8 @@ def test_bytes_sent_equal_bytes_received_without_loss(pair_net, run_flow):
         assert q["acked_packets"] == q["packets"]
         assert (q["retransmitted_packets"], q["naks"], q["timeouts"]) == (0, 0, 0)
         assert (r["naks_sent"], r["seq_errors"]) == (0, 0)
-        assert all(m["fct_s"] and m["fct_s"] > 0 for m in r["messages"])
+        assert all(m["fct_s"] and m["fct_s"] > 0 for m in r["messages"]), [
+            m for m in r["messages"] if not (m["fct_s"] and m["fct_s"] > 0)]
     assert sent["payload_bytes"] == 8 * 65536 + 50 * 3000 + 100 * 100
     # Distinct entropy per QP.
     assert len({q["sport"] for q in sent["qps"]}) == 3
