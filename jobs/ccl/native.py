@@ -18,7 +18,7 @@ SOURCES = ("engine.c", "fabric.c", "nvlink.c", "wire.c", "data.c")
 ABI = 1
 MAX_PORTS = 4
 
-SEND, RECV, COPY = 1, 2, 3
+SEND, RECV, COPY, COMPUTE = 1, 2, 3, 4
 REDUCE, POSTOP = 1, 2
 TX, RX = 0, 1
 FABRIC, NVLINK = 0, 1

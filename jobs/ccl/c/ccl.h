@@ -5,7 +5,8 @@
  * (AF_PACKET sockets), the NVLink streams to the other GPUs of its server (unix sockets) and,
  * per plan, one arena holding its input, output and scratch buffers. A plan is the rank's part
  * of one collective as a dataflow: ops (send, receive, local copy) over connections, each op
- * waiting for the ops it depends on. A run executes a plan `iterations` times back to back, as
+ * waiting for the ops it depends on; a job's iteration is one plan too, several collectives'
+ * ops beside compute ops (a stretch of the GPU's time, which the collectives wait for or not). A run executes a plan `iterations` times back to back, as
  * a stream runs kernels: iteration i+1 starts when this rank finished iteration i. The arenas
  * are the caller's shared memory: the GPUs of one server map each other's (ccl_attach), and
  * NVLink moves data straight from the sender's arena into the receiver's. */
@@ -18,7 +19,8 @@
 #define CCL_ABI 1
 #define CCL_MAX_PORTS 4
 
-enum ccl_op_kind { CCL_SEND = 1, CCL_RECV = 2, CCL_COPY = 3 };
+enum ccl_op_kind { CCL_SEND = 1, CCL_RECV = 2, CCL_COPY = 3,
+                   CCL_COMPUTE = 4 };  /* COMPUTE: the GPU busy `len` ns (no data, no conn) */
 enum ccl_op_flag { CCL_REDUCE = 1, CCL_POSTOP = 2 }; /* RECV: combine with src; then divide (avg) */
 enum ccl_dir { CCL_TX = 0, CCL_RX = 1 };
 enum ccl_transport { CCL_FABRIC = 0, CCL_NVLINK = 1 };

@@ -177,9 +177,9 @@ static bool plan_check(const struct plan *p, const struct ccl_config *cfg, char 
     for (uint32_t i = 0; i < d->nops; i++) {
         const struct ccl_op *op = &p->ops[i];
         const struct ccl_conn *c = op->conn < d->nconns ? &p->conns[op->conn] : NULL;
-        bool ok = op->kind >= CCL_SEND && op->kind <= CCL_COPY &&
+        bool ok = op->kind >= CCL_SEND && op->kind <= CCL_COMPUTE &&
                   op->succ_at <= d->nsucc && op->nsucc <= d->nsucc - op->succ_at &&
-                  op->len % size == 0;
+                  (op->kind == CCL_COMPUTE || op->len % size == 0);
         if (op->kind == CCL_SEND)
             ok = ok && c && c->dir == CCL_TX && region_ok(p, op->src, op->len);
         if (op->kind == CCL_RECV)
@@ -434,6 +434,22 @@ static void ready(struct ccl_engine *e, uint32_t op)
         record(e, op, 0);
         memmove(p->arena + o->dst, p->arena + o->src, o->len);
         op_done(e, op);
+    } else if (o->kind == CCL_COMPUTE) {
+        record(e, op, 0);
+        if (o->len == 0) {  /* a marker: what it waits for is done */
+            op_done(e, op);
+            return;
+        }
+        if (e->nbusy == e->cap_busy) {
+            uint32_t cap = e->cap_busy ? 2 * e->cap_busy : 16;
+            struct busy *grown = realloc(e->busy, cap * sizeof *grown);
+            if (!grown) {
+                ccl_fail(e, "out of memory");
+                return;
+            }
+            e->busy = grown, e->cap_busy = cap;
+        }
+        e->busy[e->nbusy++] = (struct busy){ccl_now() + (double)o->len * 1e-9, op};
     } else {
         record(e, op, 0);
         struct conn *c = p->bound[o->conn];
@@ -562,7 +578,23 @@ static void finish(struct ccl_engine *e, int status)
     e->go = false;
     e->started = false;
     e->nready = 0;
+    e->nbusy = 0;
     signal_event(e);
+}
+
+/* Compute ops whose time is up are done; `wake` is brought to the next one's end. */
+static void compute_timers(struct ccl_engine *e, double now, double *wake)
+{
+    for (uint32_t k = 0; k < e->nbusy && e->state == CCL_RUNNING;) {
+        if (e->busy[k].due <= now) {
+            uint32_t op = e->busy[k].op;
+            e->busy[k] = e->busy[--e->nbusy];
+            op_done(e, op);
+        } else {
+            *wake = fmin(*wake, e->busy[k].due);
+            k++;
+        }
+    }
 }
 
 /* Handle ready ops until none are left; start the next iteration when one ends. */
@@ -660,6 +692,7 @@ static void *thread_main(void *arg)
                 wake = fmin(wake, now + (double)(e->go_ns - t) * 1e-9);
         }
         nvlink_deliver(e, now, &wake);
+        compute_timers(e, now, &wake);
         advance(e);
         fabric_timers(e, now, &wake);
         for (uint32_t k = 0; k < e->cfg.nports; k++)
@@ -671,6 +704,8 @@ static void *thread_main(void *arg)
             finish(e, CCL_TIMEOUT);
         if (e->state == CCL_RUNNING)
             wake = fmin(wake, e->deadline);
+        for (uint32_t k = 0; k < e->nbusy; k++)  /* compute ops the advances above started */
+            wake = fmin(wake, e->busy[k].due);
         bool throttled = false;  /* as the pumps left the ports */
         for (uint32_t k = 0; k < e->cfg.nports; k++)
             throttled |= e->ports[k].waiting;
@@ -934,7 +969,7 @@ void ccl_free(struct ccl_engine *e)
         free(e->ports[k].tx);
     for (uint32_t r = 0; r < e->cfg.nranks; r++)
         free(e->nvl[r].out), free(e->nvl[r].in);
-    free(e->plans), free(e->conns), free(e->table), free(e->peers), free(e->nvl), free(e->ready);
+    free(e->plans), free(e->conns), free(e->table), free(e->peers), free(e->nvl), free(e->ready), free(e->busy);
     close(e->wake[0]), close(e->wake[1]), close(e->event[0]), close(e->event[1]);
     pthread_mutex_destroy(&e->lock);
     free(e);

@@ -125,6 +125,8 @@ struct ccl_engine {
     uint64_t *iter_end, *records;
     uint32_t *ready;        /* ops made ready, not handled yet */
     uint32_t nready, cap_ready;
+    struct busy { double due; uint32_t op; } *busy; /* compute ops running, when each ends */
+    uint32_t nbusy, cap_busy;
     struct ccl_result result;
     struct ccl_stats totals, at_start;
     /* the thread and its commands */
