@@ -20,13 +20,15 @@ the gradients of stage s + 1. The idle time this leaves is the pipeline bubble,
 (PP - 1) / (GA + PP - 1) of a stage's time when the stages are equal.
 
 Sizes and times are the modelled job's, scaled as `jobs.train` scales them (`JobScale`):
-bytes / bytes_factor on the emulated links, compute x time_scale.
+bytes / bytes_factor on the emulated links, compute x time_scale. A slow GPU (`slow`: a rank's
+compute x a factor) and per-stretch variance (`jitter`) are the compute's, never the fabric's.
 """
 
 from __future__ import annotations
 
+import random
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from jobs.ccl.plan import Compiled, Member, compile_collective, merge
@@ -42,6 +44,9 @@ class TimelineOptions:
     buckets: int = 4  # data-parallel weight-gradient collectives per iteration and kind
     channels: int = 1
     dtype_bytes: int = 4  # the runtime's float
+    slow: Mapping[int, float] = field(default_factory=dict)  # rank -> its compute x this
+    jitter: float = 0.0  # each compute stretch x (1 + N(0, jitter)), at least x 0.5
+    seed: int = 0
 
 
 @dataclass
@@ -80,12 +85,19 @@ class _Builder:
             if p.collective and p.group in ("dp", "dp_ep"):
                 self.bucket_total[f"{p.group}:{p.collective}"] += p.bytes
         self.grads: list[Grads] = [defaultdict(list) for _ in range(w.pp)]
+        self.random = random.Random(options.seed)
+        bad = sorted(r for r in options.slow if not 0 <= r < w.all_gpus)
+        if bad:
+            raise ValueError(f"--slow-gpu names rank(s) {bad}: the job has ranks 0-{w.all_gpus - 1}")
         self.sent: list[list[int]] = [[] for _ in range(self.total)]  # rank -> bucket markers
 
     # -- the streams -------------------------------------------------------------------------
     def compute(self, rank: int, ns: int, name: str, extra: Sequence[int] = ()) -> None:
         after = [self.last[rank]] if rank in self.last else []
-        emulated = round(self.scale.emulated_s(ns * 1e-9) * 1e9)
+        factor = self.options.slow.get(rank, 1.0)
+        if self.options.jitter and ns:
+            factor *= max(0.5, 1 + self.random.gauss(0, self.options.jitter))
+        emulated = round(self.scale.emulated_s(ns * factor * 1e-9) * 1e9)
         self.last[rank] = self.program.compute(rank, emulated, name, after + list(extra)).done[rank]
 
     def collective(self, comm: str, kind: str, groups: Sequence[Sequence[int]], nbytes: int,

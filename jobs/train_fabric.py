@@ -38,6 +38,7 @@ from jobs.gpus import NVLINK_RATIO, Cluster, Gpu, cluster_from_fabric
 from jobs.placement import rank_order
 from jobs.progress import OnEvent
 from jobs.scale import MODELLED_GBPS, Scale
+from jobs.simai import SimaiWorkload
 from jobs.slowest import DirectedLink
 from jobs.train import (
     GroupRun,
@@ -48,6 +49,7 @@ from jobs.train import (
     job_ranks,
     train,
 )
+from jobs.train_layers import LayeredResult, LayerOptions, train_layers
 from jobs.workload import Workload
 from topos.analysis import shortest_paths
 from topos.model import FabricSpec
@@ -195,6 +197,30 @@ class JobFabric:
                      links_of=lambda s, d: self._links(ranks[s].nic, ranks[d].nic),
                      counters=self.counters, progress=progress, on_event=on_event,
                      on_iteration=on_iteration)
+
+
+    def train_layers(self, workload: SimaiWorkload, options: LayerOptions | None = None,
+                     progress: Callable[[str], None] = print) -> LayeredResult:
+        """A SimAI workload layer by layer on this fabric's GPUs, in their order
+        (`jobs.train_layers`); one channel per NIC port, so both planes carry a dual-plane
+        fabric's traffic."""
+        options = options or LayerOptions()
+        comm = self._comm()
+        gpus = self.cluster.gpus()
+
+        def run(compiled: Compiled, iterations: int, timeout_s: float) -> RunResult:
+            loaded = comm.load(compiled)
+            try:
+                return comm.run(loaded, iterations, init=False, record=True,
+                                timeout_s=timeout_s)
+            finally:
+                comm.unload(loaded)
+
+        return train_layers(lambda n: self.members(gpus[:n]), run, workload,
+                            JobScale(self.rate, options.time_scale), options, len(gpus),
+                            progress, channels=max(1, self.cluster.ports),
+                            links_of=lambda s, d: self._links(gpus[s].nic, gpus[d].nic),
+                            counters=self.counters)
 
 
 class JobComm:

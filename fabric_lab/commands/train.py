@@ -15,7 +15,11 @@ from fabric_lab.arguments import new_dir_problem, number
 from fabric_lab.commands.controller import load_fabric
 from fabric_lab.web_options import add_web_args, check_web_port
 from topos.errors import InputError
-from topos.values import ITERATIONS, MODEL_GBPS, NVLINK_RATIO, TIME_SCALE
+from topos.values import ITERATIONS, MODEL_GBPS, NVLINK_RATIO, TIME_SCALE, Number
+
+JITTER = Number(0.0, 0.5)
+BUCKETS = Number(1, 1024, integer=True)
+SLOW_FACTOR = Number(1.0, 100.0)
 
 if TYPE_CHECKING:
     from jobs.train_record import TrainRecord
@@ -56,6 +60,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="also write iterations.csv, collectives.csv (a row appended as "
                              "each iteration ends), ranks.csv, summary.json and params.json "
                              "into DIR (new or empty; checked before the fabric comes up)")
+    parser.add_argument("--slow-gpu", action="append", default=[], metavar="RANK=FACTOR",
+                        help="a SimAI workload: that rank's compute takes FACTOR times as long "
+                             "(a slow card; repeatable)")
+    parser.add_argument("--jitter", type=number(JITTER), default=0.0, metavar="X",
+                        help="a SimAI workload: each compute stretch x (1 + N(0, X))")
+    parser.add_argument("--buckets", type=number(BUCKETS), default=4, metavar="N",
+                        help="a SimAI workload: data-parallel gradient buckets (default 4)")
     parser.add_argument("--log-dir", type=Path, metavar="DIR", help="switch logs into DIR")
     add_web_args(parser, "serve the web view with the job's panel: iteration, the collective in "
                          "flight, per-rank progress (--web-port, --web-host)")
@@ -75,6 +86,13 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
     problems: list[str] = []  # the job, --out and the fabric, all reported at once
+    if _is_simai(args.job):
+        return run_layered(args)
+    for option, used in (("--slow-gpu", args.slow_gpu), ("--jitter", args.jitter),
+                         ("--buckets", args.buckets != 4)):
+        if used:
+            problems.append(f"{option} is for a SimAI workload (a .txt job); a YAML/JSON job "
+                            f"has its own `buckets` and no per-rank compute")
     try:
         job = load(args.job)
     except WorkloadError as err:
@@ -126,6 +144,110 @@ def run(args: argparse.Namespace) -> int:
     finally:
         summary = record.finish(status)  # the report below even when this could not write
     return show(summary, record, args, interrupted)
+
+
+def _is_simai(path: Path) -> bool:
+    """A SimAI workload: a .txt file, or a file whose first word is a SimAI policy."""
+    from jobs.simai import is_simai
+
+    if path.suffix == ".txt":
+        return True
+    try:
+        with path.open("rb") as handle:
+            return is_simai(handle.read(256).decode("utf-8", "replace"))
+    except OSError:
+        return False
+
+
+def run_layered(args: argparse.Namespace) -> int:
+    """`fabric-lab train WORKLOAD.txt`: a SimAI workload layer by layer (jobs.train_layers)."""
+    from experiments.framework.results import claim
+    from jobs.gpus import NVLINK_RATIO
+    from jobs.layers_report import report, write_files
+    from jobs.simai import SimaiError, read
+    from jobs.train_fabric import JobFabric
+    from jobs.train_layers import LayerOptions
+    from targets import get_target
+
+    problems: list[str] = []
+    workload = spec = None
+    try:
+        workload = read(args.job)
+    except SimaiError as err:
+        problems.append(str(err))
+    slow: dict[int, float] = {}
+    for item in args.slow_gpu:
+        rank, _, factor = item.partition("=")
+        try:
+            if not rank.isdigit():
+                raise ValueError(f"the rank must be a whole number >= 0, not {rank!r}")
+            slow[int(rank)] = float(SLOW_FACTOR.parse(factor))
+        except ValueError as err:
+            problems.append(f"--slow-gpu {item!r} (RANK=FACTOR): {err}")
+    if args.out is not None:
+        problems += filter(None, [new_dir_problem(args.out, "--out")])
+    for option, value in (("--order", args.order != "naive"), ("--algo", args.algo == "hd"),
+                          ("--web", args.web)):
+        if value:
+            problems.append(f"{option} is not supported for a SimAI workload (yet)")
+    try:
+        spec = load_fabric(args.fabric, args.scale)
+    except InputError as err:
+        problems.append(str(err))
+    if workload is not None and spec is not None:  # the job's ranks on this fabric
+        from jobs.gpus import cluster_from_fabric
+
+        try:
+            fitted, _ = workload.fit(len(cluster_from_fabric(spec).gpus()))
+        except SimaiError as err:
+            problems.append(str(err))
+        else:
+            problems += [f"--slow-gpu {r}: the job has ranks 0-{fitted.all_gpus - 1} on "
+                         f"{spec.name}" for r in sorted(slow) if r >= fitted.all_gpus]
+    if problems or workload is None or spec is None:
+        print("fabric-lab train: " + "\n".join(problems), file=sys.stderr)
+        return 2
+    target = get_target(args.target).ensure_available().name
+    options = LayerOptions(iterations=args.iterations or 2, time_scale=args.time_scale,
+                           buckets=args.buckets, slow=slow, jitter=args.jitter,
+                           all_reduce="ring" if args.algo == "auto" else args.algo,
+                           alltoall="flat" if args.alltoall == "auto" else args.alltoall)
+    out = claim(args.out) if args.out is not None else None
+    say = print if args.format == "text" else (lambda text: print(text, file=sys.stderr))
+    fabric = JobFabric(spec, target=target, model_gbps=args.model_gbps,
+                       nvlink_ratio=args.nvlink_ratio or NVLINK_RATIO, log_dir=args.log_dir,
+                       check=False)
+    if out is not None:
+        out.write_params("train", {"job_file": str(args.job), "fabric": spec.name,
+                                   "target": target, **vars(options)})
+    say(f"fabric-lab train {args.job.name}: SimAI workload on {spec.name} ({target}); "
+        f"{fabric.rate.describe()}")
+    status = "failed"
+    try:
+        with fabric:
+            result = fabric.train_layers(workload, options, progress=say)
+        status = "complete" if result.complete else "failed"
+    except KeyboardInterrupt:
+        if out is not None:
+            out.update_params(status="interrupted")
+        print("fabric-lab train: interrupted", file=sys.stderr)
+        return 130
+    if out is not None:
+        files = write_files(result, out)
+        out.update_params(status=status, files=files, notes=result.notes)
+        out.close()
+    if args.format == "json":
+        from jobs.layers_report import group_rows, iteration_rows
+
+        print(json.dumps({"iterations": iteration_rows(result), "groups": group_rows(result),
+                          "notes": result.notes}, indent=2))
+    elif args.format == "csv":
+        from jobs.layers_report import GROUP_FIELDS, group_rows
+
+        print(to_csv(group_rows(result), GROUP_FIELDS), end="")
+    else:
+        print(report(result, args.job.name))
+    return 0 if status == "complete" else 1
 
 
 def show(summary: dict[str, Any] | None, record: TrainRecord, args: argparse.Namespace,

@@ -70,6 +70,24 @@ class Span:
         return self.end_s - self.start_s
 
 
+@dataclass(frozen=True)
+class ProgramMessage:
+    """One message of a task in one iteration (seconds from the launch): from when both ends
+    were ready for it (its send posted, its receive ready) to its receiver having it all. A
+    receiver still busy computing when the data came is not the fabric's delay: the message
+    then counts from the receiver's readiness."""
+
+    task: Task
+    iteration: int
+    src: int
+    dst: int
+    step: int
+    nbytes: int
+    fabric: bool  # False: NVLink
+    start_s: float
+    end_s: float
+
+
 class Program:
     """Per-rank plans in the making (module docstring)."""
 
@@ -181,6 +199,39 @@ class Program:
                                fifo={k: list(v) for k, v in plan.fifo.items()})
         return Compiled("program", "", Counts(0, 0, 0), self.dtype, self.redop, False, 1,
                         0, plans, [])
+
+    def _records(self, result: RunResult) -> tuple[int, dict[int, tuple[int, ...]]]:
+        launch = min((run.start_ns for run in result.ranks.values() if run.start_ns),
+                     default=0)
+        return launch, {r: struct.unpack(f"{len(run.records) // 8}Q", run.records)
+                        for r, run in result.ranks.items() if run.records}
+
+    def messages(self, result: RunResult) -> list[ProgramMessage]:
+        """Every message of a recorded run of `build()`, in every iteration."""
+        launch, values = self._records(result)
+        owner: dict[tuple[int, int], Task] = {}
+        for task in self.tasks:
+            for r, ops in task.ops.items():
+                for i in ops:
+                    owner[(r, i)] = task
+        out = []
+        for r, plan in self.plans.items():
+            if r not in values:
+                continue
+            for i, info in enumerate(plan.info):
+                if info.kind != native.SEND or info.peer not in values:
+                    continue
+                recv, n_src, n_dst = plan.ops[i][7], len(plan.ops), len(self.plans[info.peer].ops)
+                for it in range(result.ranks[r].iterations):
+                    post = values[r][(it * n_src + i) * 2]
+                    ready, done = values[info.peer][(it * n_dst + recv) * 2:
+                                                    (it * n_dst + recv) * 2 + 2]
+                    if post and done:
+                        start = max(post, ready)
+                        out.append(ProgramMessage(owner[(r, i)], it, r, info.peer, info.step,
+                                                  info.nbytes, info.transport == native.FABRIC,
+                                                  (start - launch) / 1e9, (done - launch) / 1e9))
+        return out
 
     def spans(self, result: RunResult) -> list[Span]:
         """Every task on every rank in every iteration of a recorded run of `build()`."""

@@ -19,10 +19,13 @@ ROOT = Path(__file__).resolve().parents[2]
 # senders at the host rate and the victim, over 3 switches), near what the switches carry on two
 # free cores (docs/rates.md): with a CPU-bound process beside it, the switches fall behind and a
 # pause acts late, which eats into the congested port's headroom. PFC must lose nothing either
-# way; this tests the mechanism, not the machine's spare CPU. The thresholds stay the defaults':
-# XOFF 40 x 4 (fabric/host rate) = 160 packets leave the 256-packet queue 96 for the pause's
-# reaction, 10 ms at the halved fabric rate.
-HALF_RATES = ["-p", "host_pps=2400", "-p", "fabric_pps=9600", "-p", "victim_pps=1200"]
+# way; this tests the mechanism, not the machine's spare CPU, so the thresholds leave the pause
+# room to act late: XOFF 24 x 4 (fabric/host rate) = 96 packets of the 256-packet queue go to
+# the dequeue-time rule's late view, 160 to the pause's reaction, 17 ms at the halved fabric
+# rate. (The defaults' XOFF 40 leaves it 10 ms: the ecn+pfc trial once dropped 110 packets
+# while the other test worker kept both cores busy.)
+QUICK_PARAMS = ["-p", "host_pps=2400", "-p", "fabric_pps=9600", "-p", "victim_pps=1200",
+              "-p", "xoff=24", "-p", "xon=10"]
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -36,7 +39,7 @@ def _rows(path: Path) -> list[dict[str, str]]:
 def test_incast_quick_run_writes_complete_results(tmp_path: Path) -> None:
     out = tmp_path / "incast"
     done = subprocess.run([sys.executable, "-m", "fabric_lab.cli", "run", "incast", "--quick",
-                           *HALF_RATES, "--out", str(out)], cwd=ROOT, capture_output=True,
+                           *QUICK_PARAMS, "--out", str(out)], cwd=ROOT, capture_output=True,
                           text=True, timeout=540, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
 
