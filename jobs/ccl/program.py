@@ -235,15 +235,11 @@ class Program:
 
     def spans(self, result: RunResult) -> list[Span]:
         """Every task on every rank in every iteration of a recorded run of `build()`."""
-        launch = min((run.start_ns for run in result.ranks.values() if run.start_ns),
-                     default=0)
+        launch, records = self._records(result)
         out = []
-        for r, run in result.ranks.items():
+        for r, values in records.items():
             nops = len(self.plans[r].ops)
-            if not run.records or not nops:
-                continue
-            values = struct.unpack(f"{len(run.records) // 8}Q", run.records)
-            for it in range(run.iterations):
+            for it in range(result.ranks[r].iterations if nops else 0):
                 at = it * nops * 2
                 for task in self.tasks:
                     ops = task.ops.get(r)
