@@ -18,6 +18,7 @@ from typing import Any
 
 from experiments.framework.ballsbins import expected_imbalance
 from experiments.framework.results import ResultDir
+from fabric_lab.measured import LAB_CODE
 
 REPO = Path(__file__).resolve().parent.parent
 IMAGES = REPO / "docs" / "images"
@@ -36,12 +37,29 @@ class Run:
 
     experiment: str
     params: Mapping[str, Any] = field(default_factory=dict)
+    measures: tuple[str, ...] = LAB_CODE  # the code whose change makes the run stale
 
     def argv(self) -> list[str]:
         out = ["run", self.experiment, "--quick"]
         for key, value in self.params.items():
             out += ["-p", f"{key}={value}"]
         return out
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table a page transcribes from benchmark output: the commands (from the repository root,
+    as root, in order) whose output its record keeps, and the code they measure. The page links
+    the record (`runs/<name>.json` from docs/) on the line that gives the table's date."""
+
+    name: str
+    page: str  # from the repository root
+    commands: tuple[tuple[str, ...], ...]  # each a bench script and its arguments
+    measures: tuple[str, ...]
+
+    @property
+    def record(self) -> Path:
+        return REPO / "docs" / "runs" / f"{self.name}.json"
 
 
 @dataclass(frozen=True)
@@ -283,6 +301,31 @@ FIGURES: tuple[Figure, ...] = (
            "and below that of no congestion control",
            hpcc_keeps_the_queue_short),
 )
+
+
+_CHAIN = ("bench/chain_hops.py", "--pipeline", "c", "--rates", "8000")
+_CHAIN_RATES = ("bench/chain_hops.py", "--switches", "4", "--rates", "1000,2000,4000,8000",
+                "--pipeline")
+_HOP_CODE = ("p4switch", "p4src/ecmp.p4", "p4src/include", "traffic/c")
+
+TABLES: tuple[Table, ...] = (
+    Table("chain-hop-size", "docs/packet-hop.md",
+          (_CHAIN, (*_CHAIN, "--htb", "1000"),
+           (*_CHAIN, "--size", "4138", "--mtu", "4200"),
+           (*_CHAIN, "--size", "4138", "--mtu", "4200", "--htb", "1000")) * 2,
+          (*_HOP_CODE, "bench/chain_hops.py")),
+    Table("chain-hop-rates", "docs/packet-hop.md",
+          ((*_CHAIN_RATES, "c"), (*_CHAIN_RATES, "native")) * 2,
+          (*_HOP_CODE, "bench/chain_hops.py")),
+    Table("fabric-bringup", "docs/bringup.md",
+          (("bench/fabric_bringup.py", "--idle", "1", "hpn7", "aipod", "bigraph", "leafspine"),) * 2,
+          (*LAB_CODE, "bench/fabric_bringup.py")),
+)
+
+
+def example_record(experiment: str, root: Path = EXAMPLES) -> Path:
+    """Where the shipped run of `experiment` keeps what it measured (fabric_lab/measured.py)."""
+    return root / experiment / EXAMPLE_RUN / "sources.json"
 
 
 def example_run(experiment: str, root: Path = EXAMPLES) -> ResultDir:
