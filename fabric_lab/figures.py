@@ -18,7 +18,6 @@ from typing import Any
 
 from experiments.framework.ballsbins import expected_imbalance
 from experiments.framework.results import ResultDir
-from fabric_lab.measured import LAB_CODE
 
 REPO = Path(__file__).resolve().parent.parent
 IMAGES = REPO / "docs" / "images"
@@ -37,7 +36,12 @@ class Run:
 
     experiment: str
     params: Mapping[str, Any] = field(default_factory=dict)
-    measures: tuple[str, ...] = LAB_CODE  # the code whose change makes the run stale
+
+    @property
+    def roots(self) -> tuple[str, ...]:
+        """What the run executes (fabric_lab/measured.py follows their imports)."""
+        return (f"experiments.{self.experiment.replace('-', '_')}.experiment",
+                "fabric_lab.commands.run")
 
     def argv(self) -> list[str]:
         out = ["run", self.experiment, "--quick"]
@@ -55,7 +59,11 @@ class Table:
     name: str
     page: str  # from the repository root
     commands: tuple[tuple[str, ...], ...]  # each a bench script and its arguments
-    measures: tuple[str, ...]
+
+    @property
+    def roots(self) -> tuple[str, ...]:
+        """The bench scripts it runs (fabric_lab/measured.py follows their imports)."""
+        return tuple(sorted({command[0] for command in self.commands}))
 
     @property
     def record(self) -> Path:
@@ -306,20 +314,16 @@ FIGURES: tuple[Figure, ...] = (
 _CHAIN = ("bench/chain_hops.py", "--pipeline", "c", "--rates", "8000")
 _CHAIN_RATES = ("bench/chain_hops.py", "--switches", "4", "--rates", "1000,2000,4000,8000",
                 "--pipeline")
-_HOP_CODE = ("p4switch", "p4src/ecmp.p4", "p4src/include", "traffic/c")
-
 TABLES: tuple[Table, ...] = (
     Table("chain-hop-size", "docs/packet-hop.md",
           (_CHAIN, (*_CHAIN, "--htb", "1000"),
            (*_CHAIN, "--size", "4138", "--mtu", "4200"),
-           (*_CHAIN, "--size", "4138", "--mtu", "4200", "--htb", "1000")) * 2,
-          (*_HOP_CODE, "bench/chain_hops.py")),
+           (*_CHAIN, "--size", "4138", "--mtu", "4200", "--htb", "1000")) * 2),
     Table("chain-hop-rates", "docs/packet-hop.md",
-          ((*_CHAIN_RATES, "c"), (*_CHAIN_RATES, "native")) * 2,
-          (*_HOP_CODE, "bench/chain_hops.py")),
+          ((*_CHAIN_RATES, "c"), (*_CHAIN_RATES, "native")) * 2),
     Table("fabric-bringup", "docs/bringup.md",
-          (("bench/fabric_bringup.py", "--idle", "1", "hpn7", "aipod", "bigraph", "leafspine"),) * 2,
-          (*LAB_CODE, "bench/fabric_bringup.py")),
+          (("bench/fabric_bringup.py", "--idle", "1", "hpn7", "aipod", "bigraph",
+            "leafspine"),) * 2),
 )
 
 

@@ -133,7 +133,7 @@ def measure_table(table: Table) -> bool:
             print(f"{table.name}: FAILED (exit {done.returncode}): nothing recorded")
             return False
         outputs.append({"command": list(command), "output": "".join(lines)})
-    record = write_record(table.record, sources_record(table.measures, table=table.name,
+    record = write_record(table.record, sources_record(table.roots, table=table.name,
                                                        page=table.page, runs=outputs))
     print(f"{table.name}: recorded {record.relative_to(REPO)}; transcribe it into {table.page}")
     return True
@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         example = install_example(run, experiment)
         params = run.read_params()
-        record = sources_record(RUNS[experiment].measures, experiment=experiment,
+        record = sources_record(RUNS[experiment].roots, experiment=experiment,
                                 run_revision=params.get("git_revision", ""),
                                 run_created=params.get("created", ""))
         if args.results and params.get("git_revision") != record["revision"]:

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from fabric_lab.figures import RUNS, TABLES, Table, example_record
-from fabric_lab.measured import source_digests, sources_record, stale_files
+from fabric_lab.measured import imported_sources, source_digests, sources_record, stale_files
 from tests.docs.doc_commands import REPO
 
 pytestmark = pytest.mark.skipif(source_digests(["fabric_lab"]) is None,
@@ -69,20 +69,36 @@ def test_a_page_dates_its_table_by_its_record(table: Table):
 
 
 def test_a_record_names_each_source_changed_added_or_removed_since(tmp_path):
-    for name, text in {"lab/a.py": "x = 1\n", "lab/b.c": "int b;\n", "lab/notes.md": "n\n"}.items():
+    """A run of lab/run.py imports lab.util (which starts `-m lab.tool`) and a script beside
+    it; a page is not a source; a new import is a new source."""
+    files = {"lab/__init__.py": "", "lab/run.py": "from lab import util\n",
+             "lab/util.py": "import os\nargv = ['python', '-m', 'lab.tool']\n",
+             "lab/tool.py": "x = 1\n", "lab/unused.py": "y = 1\n", "lab/fast.c": "int b;\n",
+             "lab/notes.md": "n\n", "p4src/a.p4": "control c() { apply {} }\n",
+             "bench/go.py": "from helper import f\n", "bench/helper.py": "import lab.tool\n"}
+    for name, text in files.items():
         (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text(text)
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     subprocess.run(["git", "-C", str(tmp_path), "add", "."], check=True)
-    record = {"paths": ["lab"], "sources": source_digests(["lab"], tmp_path)}
-    assert set(record["sources"]) == {"lab/a.py", "lab/b.c"}  # a page is not a source
+    assert imported_sources(["lab.run"], tmp_path) == [
+        "lab/__init__.py", "lab/fast.c", "lab/run.py", "lab/tool.py", "lab/util.py", "p4src"]
+    assert imported_sources(["bench/go.py"], tmp_path) == [
+        "bench/go.py", "bench/helper.py", "lab/__init__.py", "lab/fast.c", "lab/tool.py",
+        "p4src"]
+    record = {"roots": ["lab.run"],
+              "sources": source_digests(imported_sources(["lab.run"], tmp_path), tmp_path)}
+    assert set(record["sources"]) == {"lab/__init__.py", "lab/fast.c", "lab/run.py",
+                                      "lab/tool.py", "lab/util.py", "p4src/a.p4"}
     assert stale_files(record, tmp_path) == []
     (tmp_path / "lab/notes.md").write_text("changed\n")
+    (tmp_path / "lab/unused.py").write_text("y = 2\n")
     assert stale_files(record, tmp_path) == []
-    (tmp_path / "lab/a.py").write_text("x = 2\n")
-    (tmp_path / "lab/b.c").unlink()
-    (tmp_path / "lab/c.h").write_text("int c;\n")
+    (tmp_path / "lab/tool.py").write_text("x = 2\n")
+    (tmp_path / "lab/fast.c").unlink()
+    (tmp_path / "lab/run.py").write_text("from lab import util, unused\n")
     subprocess.run(["git", "-C", str(tmp_path), "add", "-A"], check=True)
-    assert stale_files(record, tmp_path) == ["lab/a.py (changed)", "lab/b.c (gone)",
-                                             "lab/c.h (new)"]
-    assert set(sources_record(["fabric_lab"])) >= {"date", "machine", "revision", "sources"}
+    assert stale_files(record, tmp_path) == ["lab/fast.c (gone)", "lab/run.py (changed)",
+                                             "lab/tool.py (changed)", "lab/unused.py (new)"]
+    assert set(sources_record(["fabric_lab.measured"])) >= {"date", "machine", "revision",
+                                                            "roots", "sources"}
