@@ -58,12 +58,20 @@ class Table:
 
     name: str
     page: str  # from the repository root
-    commands: tuple[tuple[str, ...], ...]  # each a bench script and its arguments
+    commands: tuple[tuple[str, ...], ...]  # a bench script (or `-m module`) and its arguments
+    measures: tuple[str, ...] = ()  # the modules a `-m` command runs, when not its scripts
 
     @property
     def roots(self) -> tuple[str, ...]:
-        """The bench scripts it runs (fabric_lab/measured.py follows their imports)."""
-        return tuple(sorted({command[0] for command in self.commands}))
+        """What it runs (fabric_lab/measured.py follows their imports)."""
+        return self.measures or tuple(sorted({command[0] for command in self.commands}))
+
+    @staticmethod
+    def shown(command: tuple[str, ...]) -> str:
+        """A command as the pages write it (after `sudo .venv/bin/python` or `sudo`)."""
+        if command[:2] == ("-m", "fabric_lab.cli"):
+            return " ".join(("fabric-lab", *command[2:]))
+        return " ".join(command)
 
     @property
     def record(self) -> Path:
@@ -315,12 +323,22 @@ _CHAIN = ("bench/chain_hops.py", "--pipeline", "c", "--rates", "8000")
 _CHAIN_RATES = ("bench/chain_hops.py", "--switches", "4", "--rates", "1000,2000,4000,8000",
                 "--pipeline")
 TABLES: tuple[Table, ...] = (
+    Table("switch-flood", "docs/packet-hop.md",
+          (("bench/switch_pps.py", "--programs", "ecmp,dlb", "--pipelines", "native,c",
+            "--no-kernel"),)),
     Table("chain-hop-size", "docs/packet-hop.md",
           (_CHAIN, (*_CHAIN, "--htb", "1000"),
            (*_CHAIN, "--size", "4138", "--mtu", "4200"),
            (*_CHAIN, "--size", "4138", "--mtu", "4200", "--htb", "1000")) * 2),
     Table("chain-hop-rates", "docs/packet-hop.md",
           ((*_CHAIN_RATES, "c"), (*_CHAIN_RATES, "native")) * 2),
+    Table("fabric-capacity", "docs/rates.md",
+          (("bench/fabric_capacity.py", "--quick", "--target", "p4switch", "--pipelines",
+            "native,c"),
+           ("bench/fabric_capacity.py", "--quick", "--target", "p4switch", "--pipelines", "c",
+            "--size", "4096", "--mtu", "4200", "--link-mbps", "0"))),
+    Table("demo-contrast", "docs/demo.md", (("-m", "fabric_lab.cli", "demo", "--contrast"),),
+          measures=("fabric_lab.commands.demo",)),
     Table("fabric-bringup", "docs/bringup.md",
           (("bench/fabric_bringup.py", "--idle", "1", "hpn7", "aipod", "bigraph",
             "leafspine"),) * 2),

@@ -121,7 +121,7 @@ def measure_table(table: Table) -> bool:
     code it measured; a failed command records nothing."""
     outputs = []
     for command in table.commands:
-        print(f"{table.name}: {' '.join(command)}", flush=True)
+        print(f"{table.name}: {table.shown(command)}", flush=True)
         done = subprocess.Popen([sys.executable, *command], cwd=REPO, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
         assert done.stdout is not None

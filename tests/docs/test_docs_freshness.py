@@ -64,7 +64,7 @@ def test_a_page_dates_its_table_by_its_record(table: Table):
     assert all(date in line for line in lines), (
         f"{table.page}: the line linking {link} must give its date, {date}: {lines}")
     for command in table.commands:  # and the page shows each command it ran
-        shown = re.sub(r"\s+", " ", " ".join(command))
+        shown = re.sub(r"\s+", " ", table.shown(command))
         assert shown in re.sub(r"\s*\\\n\s*", " ", page), f"{table.page} does not show {shown}"
 
 
@@ -102,3 +102,20 @@ def test_a_record_names_each_source_changed_added_or_removed_since(tmp_path):
                                              "lab/tool.py (changed)", "lab/unused.py (new)"]
     assert set(sources_record(["fabric_lab.measured"])) >= {"date", "machine", "revision",
                                                             "roots", "sources"}
+
+
+def test_the_readme_dates_a_headline_figure_by_its_tables_record():
+    """A headline row whose command is one a declared table ran gives that record's date."""
+    readme = (REPO / "README.md").read_text()
+    checked = 0
+    for table in TABLES:
+        record = _load(table.record)
+        day = time.strptime(record["date"], "%Y-%m-%d")
+        date = f"{day.tm_mday} {time.strftime('%b %Y', day)}"
+        for command in table.commands:
+            shown = table.shown(command)
+            for row in (line for line in readme.splitlines() if f"{shown}`" in line):
+                assert row.rstrip().rstrip("|").strip().endswith(date), (
+                    f"README's row for `{shown}` must be dated {date} (its record's): {row}")
+                checked += 1
+    assert checked, "no headline row names a declared table's command"
