@@ -6,7 +6,8 @@ PYTEST  ?= $(BIN)/pytest
 P4LANG_ENV := $(abspath $(CURDIR)/../shared/p4lang/env.sh)
 
 .PHONY: setup demo test test-fast test-bmv2 lint typecheck bench bench-engine bench-runtime bench-switch \
-        bench-traffic bench-fabric bench-lb bench-congestion bench-failover bench-jobs clean figures
+        bench-traffic bench-fabric bench-lb bench-congestion bench-failover bench-jobs clean figures \
+        docs-figures
 
 # provision.sh is idempotent and quick when nothing changed; it runs every time so that a
 # `sudo make setup` after a user's `make setup` still links the commands onto sudo's PATH.
@@ -91,6 +92,11 @@ bench-jobs: setup  # (root; BMv2's rows beside p4switch's where BMv2 is installe
 # minutes; never part of the tests).
 figures: setup
 	$(BIN)/python scripts/figures.py
+
+# All of the above, then the benchmarks behind the pages' tables, each output recorded in
+# docs/runs/ with the code it measured (tests/docs says when a page's run is older than its code).
+docs-figures: figures
+	$(BIN)/python scripts/figures.py --tables
 
 clean: setup
 	$(BIN)/fabric-lab clean

@@ -37,11 +37,45 @@ class Run:
     experiment: str
     params: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def roots(self) -> tuple[str, ...]:
+        """What the run executes (fabric_lab/measured.py follows their imports)."""
+        return (f"experiments.{self.experiment.replace('-', '_')}.experiment",
+                "fabric_lab.commands.run")
+
     def argv(self) -> list[str]:
         out = ["run", self.experiment, "--quick"]
         for key, value in self.params.items():
             out += ["-p", f"{key}={value}"]
         return out
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table a page transcribes from benchmark output: the commands (from the repository root,
+    as root, in order) whose output its record keeps, and the code they measure. The page links
+    the record (`runs/<name>.json` from docs/) on the line that gives the table's date."""
+
+    name: str
+    page: str  # from the repository root
+    commands: tuple[tuple[str, ...], ...]  # a bench script (or `-m module`) and its arguments
+    measures: tuple[str, ...] = ()  # the modules a `-m` command runs, when not its scripts
+
+    @property
+    def roots(self) -> tuple[str, ...]:
+        """What it runs (fabric_lab/measured.py follows their imports)."""
+        return self.measures or tuple(sorted({command[0] for command in self.commands}))
+
+    @staticmethod
+    def shown(command: tuple[str, ...]) -> str:
+        """A command as the pages write it (after `sudo .venv/bin/python` or `sudo`)."""
+        if command[:2] == ("-m", "fabric_lab.cli"):
+            return " ".join(("fabric-lab", *command[2:]))
+        return " ".join(command)
+
+    @property
+    def record(self) -> Path:
+        return REPO / "docs" / "runs" / f"{self.name}.json"
 
 
 @dataclass(frozen=True)
@@ -283,6 +317,37 @@ FIGURES: tuple[Figure, ...] = (
            "and below that of no congestion control",
            hpcc_keeps_the_queue_short),
 )
+
+
+_CHAIN = ("bench/chain_hops.py", "--pipeline", "c", "--rates", "8000")
+_CHAIN_RATES = ("bench/chain_hops.py", "--switches", "4", "--rates", "1000,2000,4000,8000",
+                "--pipeline")
+TABLES: tuple[Table, ...] = (
+    Table("switch-flood", "docs/packet-hop.md",
+          (("bench/switch_pps.py", "--programs", "ecmp,dlb", "--pipelines", "native,c",
+            "--no-kernel"),)),
+    Table("chain-hop-size", "docs/packet-hop.md",
+          (_CHAIN, (*_CHAIN, "--htb", "1000"),
+           (*_CHAIN, "--size", "4138", "--mtu", "4200"),
+           (*_CHAIN, "--size", "4138", "--mtu", "4200", "--htb", "1000")) * 2),
+    Table("chain-hop-rates", "docs/packet-hop.md",
+          ((*_CHAIN_RATES, "c"), (*_CHAIN_RATES, "native")) * 2),
+    Table("fabric-capacity", "docs/rates.md",
+          (("bench/fabric_capacity.py", "--quick", "--target", "p4switch", "--pipelines",
+            "native,c"),
+           ("bench/fabric_capacity.py", "--quick", "--target", "p4switch", "--pipelines", "c",
+            "--size", "4096", "--mtu", "4200", "--link-mbps", "0"))),
+    Table("demo-contrast", "docs/demo.md", (("-m", "fabric_lab.cli", "demo", "--contrast"),),
+          measures=("fabric_lab.commands.demo",)),
+    Table("fabric-bringup", "docs/bringup.md",
+          (("bench/fabric_bringup.py", "--idle", "1", "hpn7", "aipod", "bigraph",
+            "leafspine"),) * 2),
+)
+
+
+def example_record(experiment: str, root: Path = EXAMPLES) -> Path:
+    """Where the shipped run of `experiment` keeps what it measured (fabric_lab/measured.py)."""
+    return root / experiment / EXAMPLE_RUN / "sources.json"
 
 
 def example_run(experiment: str, root: Path = EXAMPLES) -> ResultDir:

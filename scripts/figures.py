@@ -6,8 +6,11 @@ examples, examples/results/<experiment>/quick/).
     python scripts/figures.py --only incast    # one run and its figures
     python scripts/figures.py --from results/  # no run: the newest complete run of each
     python scripts/figures.py --check          # no run, nothing installed: the shipped examples
+    python scripts/figures.py --tables         # the benchmarks behind the pages' tables (root)
 
-The figures, their runs, pages and claims are declared in fabric_lab/figures.py. A run whose
+The figures, their runs, pages and claims are declared in fabric_lab/figures.py, with the pages'
+benchmark tables. Every installed run and every table's benchmark output gets a record of the
+code it measured (fabric_lab/measured.py), which tests/docs compares with the checkout. A run whose
 claims do not all hold installs nothing (the shipped figures stay); the exit status is 1 when a
 run failed or a claim does not hold.
 """
@@ -32,10 +35,14 @@ from fabric_lab.figures import (
     FIGURES,
     REPO,
     RUNS,
+    TABLES,
     Figure,
+    Table,
+    example_record,
     example_run,
     verify,
 )
+from fabric_lab.measured import sources_record, write_record
 
 DPI = 90  # the installed PNGs: drawn at the plots' own dpi, scaled to this, a palette of colours
 MAX_BYTES = 120_000  # a busier plot gets fewer colours, then a lower dpi, until it fits
@@ -109,6 +116,29 @@ def execute(experiment: str, work: Path) -> tuple[ResultDir | None, str]:
     return ResultDir(out), took
 
 
+def measure_table(table: Table) -> bool:
+    """Run `table`'s commands in turn, their output shown as it comes, and record it with the
+    code it measured; a failed command records nothing."""
+    outputs = []
+    for command in table.commands:
+        print(f"{table.name}: {table.shown(command)}", flush=True)
+        done = subprocess.Popen([sys.executable, *command], cwd=REPO, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        assert done.stdout is not None
+        lines = []
+        for line in done.stdout:
+            sys.stdout.write(line)
+            lines.append(line)
+        if done.wait() != 0:
+            print(f"{table.name}: FAILED (exit {done.returncode}): nothing recorded")
+            return False
+        outputs.append({"command": list(command), "output": "".join(lines)})
+    record = write_record(table.record, sources_record(table.roots, table=table.name,
+                                                       page=table.page, runs=outputs))
+    print(f"{table.name}: recorded {record.relative_to(REPO)}; transcribe it into {table.page}")
+    return True
+
+
 def report_claims(figures: list[Figure], run: ResultDir) -> bool:
     holds = True
     for figure in figures:
@@ -129,9 +159,18 @@ def main(argv: list[str] | None = None) -> int:
                              "results directory instead of running")
     source.add_argument("--check", action="store_true",
                         help="check the shipped examples' claims only: run and install nothing")
+    source.add_argument("--tables", nargs="*", choices=[t.name for t in TABLES], metavar="TABLE",
+                        help="rerun the benchmarks behind these pages' tables (default: all of "
+                             f"{', '.join(t.name for t in TABLES)}) and record their output")
     parser.add_argument("--work", type=Path,
                         help="where the runs go (default: a new directory under /tmp)")
     args = parser.parse_args(argv)
+    if args.tables is not None:
+        tables = [t for t in TABLES if not args.tables or t.name in args.tables]
+        failed_tables = [t.name for t in tables if not measure_table(t)]
+        print(f"tables: {len(tables) - len(failed_tables)}/{len(tables)} recorded"
+              f"{': failed ' + ', '.join(failed_tables) if failed_tables else ''}")
+        return 1 if failed_tables else 0
     experiments = args.only or list(RUNS)
     work = None
     if not (args.check or args.results):
@@ -164,6 +203,15 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             continue
         example = install_example(run, experiment)
+        params = run.read_params()
+        record = sources_record(RUNS[experiment].roots, experiment=experiment,
+                                run_revision=params.get("git_revision", ""),
+                                run_created=params.get("created", ""))
+        if args.results and params.get("git_revision") != record["revision"]:
+            record["sources"] = {}  # a run of other code than this checkout's: not known
+            print(f"  {run.path} ran {params.get('git_revision') or 'unknown code'}, not this "
+                  f"checkout's {record['revision']}: recorded as stale")
+        write_record(example_record(experiment), record)
         for figure in figures:
             shrink_png(run.path / figure.plot, figure.path)
         print(f"  installed {', '.join(str(f.path.relative_to(REPO)) for f in figures)} and "
