@@ -76,8 +76,7 @@ FABRICS: dict[str, Isolation] = {
     "cluster": Isolation("cl", 13400),
     "congestion-bmv2": Isolation("cv", 13600),
     "congestion": Isolation("cg", 13800),
-    "jobs-layers": Isolation("tl", 22000),
-    "jobs-layers-cli": Isolation("tk", 22200),
+    "jobs-layers-cli": Isolation("tk", 32400),
     "jobs-train-interrupt": Isolation("tq", 32200),
     "hostile-validate": Isolation("hv", 32000),  # fabric files refused before bring-up
 }
