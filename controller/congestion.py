@@ -1,8 +1,9 @@
-"""ECN marking and PFC run-time knobs, programmed over P4Runtime (both targets).
+"""ECN marking, PFC and packet trimming run-time knobs, programmed over P4Runtime (both targets).
 
     knobs = CongestionConfig(ecn=EcnProfile(kmin=5, kmax=20, pmax=0.2),
                              pfc=PfcConfig(xoff=10, xon=4, quanta=1000, refresh_us=20_000),
                              dscp_priority=ROCE_CLASSES)
+    CongestionConfig(trim=TrimConfig(depth=16))  # trim instead of dropping past 16 packets
     apply_congestion(ctl, knobs)            # every switch of a FabricController
     apply_congestion(ctl, CongestionConfig())  # both off again
 
@@ -19,6 +20,10 @@ What it writes on each switch (`p4src/include/ecn.p4`, `pfc.p4`):
   (ingress): the time one quantum stands for per port; and the clone sessions
   PFC_SESSION_BASE + p -> p that carry the pause frames to port p.
 - `pfc_rx_mode`: punt received PFC frames to the controller (BMv2's pause agent) or drop them.
+- `trim_config` (`p4src/include/trimming.p4`): per egress port and data class, the queue depth
+  from which a packet is trimmed, the payload bytes it keeps, and the DSCP and priority it leaves with;
+  the trim DSCP is mapped to that priority in `dscp_priority` too, so a trimmed packet keeps
+  it at every hop (a priority above 0 needs switches with priority queues, as above).
 
 Every call replaces what the tables held before, so the knobs can be turned while traffic runs.
 Depths are packets: BMv2 and p4switch count queues in packets.
@@ -34,7 +39,7 @@ from p4.v1 import p4runtime_pb2
 
 from controller.knobs import knob_default, knob_entry
 from controller.schema import Schema
-from mechanisms import ecn, pfc
+from mechanisms import ecn, pfc, trimming
 from topos.errors import FabricLabError
 from topos.model import FabricSpec
 
@@ -53,7 +58,8 @@ XOFF_XON_KNOB = pfc.MECHANISM.knob("xoff_xon")
 PROPAGATION_KNOB = pfc.MECHANISM.knob("propagation")
 QUANTUM_KNOB = pfc.MECHANISM.knob("quantum")
 PUNT_KNOB = pfc.MECHANISM.knob("punt_frames")
-OWNED_KNOBS = (ECN_KNOB, CLASS_KNOB, XOFF_XON_KNOB, PROPAGATION_KNOB, QUANTUM_KNOB)
+TRIM_KNOB = trimming.MECHANISM.knob("trim")
+OWNED_KNOBS = (ECN_KNOB, CLASS_KNOB, XOFF_XON_KNOB, PROPAGATION_KNOB, QUANTUM_KNOB, TRIM_KNOB)
 
 
 class CongestionConfigError(FabricLabError, ValueError):
@@ -148,15 +154,59 @@ class PfcConfig:
 
 
 @dataclass(frozen=True)
+class TrimConfig:
+    """Trim a packet of one of `classes` (priorities: the data classes, 0 and RoCE data's 3 in
+    ROCE_CLASSES) headed for a queue of at least `depth` packets (the queue as the switch
+    estimates it) to its headers and `payload_bytes`, and send it with `dscp` at `priority`
+    (on switches with one queue per port: 0, behind the data it would otherwise overtake)."""
+
+    depth: int
+    payload_bytes: int = 0
+    dscp: int = trimming.TRIM_DSCP
+    priority: int = trimming.TRIM_PRIORITY
+    classes: tuple[int, ...] = (0, 3)
+
+    def problems(self) -> list[str]:
+        out = []
+        if self.depth < 0:
+            out.append(f"trim depth must be >= 0 packets, got {self.depth}")
+        if not 0 <= self.payload_bytes <= 1024:
+            out.append(f"trim payload_bytes must be 0..1024, got {self.payload_bytes}")
+        if not 0 <= self.dscp < 64:
+            out.append(f"trim DSCP must be 0..63, got {self.dscp}")
+        if not 0 <= self.priority < 8:
+            out.append(f"trim priority must be 0..7, got {self.priority}")
+        if not self.classes or any(not 0 <= c < 8 for c in self.classes):
+            out.append(f"trim classes must be some of 0..7, got {self.classes}")
+        return out
+
+
+@dataclass(frozen=True)
 class CongestionConfig:
     ecn: EcnProfile | None = None  # None: no marking
     pfc: PfcConfig | None = None  # None: no pause frames generated
     pfc_ports: tuple[int, ...] | None = None  # egress ports with PFC; None: every port
     dscp_priority: Mapping[int, int] = field(default_factory=dict)  # e.g. ROCE_CLASSES
     punt_pfc: bool = False  # hand received PFC frames to the controller (BMv2 pause agent)
+    trim: TrimConfig | None = None  # None: full queues drop
+    trim_ports: tuple[int, ...] | None = None  # egress ports that trim; None: every port
+
+    @property
+    def classes(self) -> dict[int, int]:
+        """DSCP -> priority as written: `dscp_priority` and the trim DSCP's."""
+        out = dict(self.dscp_priority)
+        if self.trim is not None:
+            out.setdefault(self.trim.dscp, self.trim.priority)
+        return out
 
     def problems(self) -> list[str]:
         out = (self.ecn.problems() if self.ecn else []) + (self.pfc.problems() if self.pfc else [])
+        if self.trim is not None:
+            out += self.trim.problems()
+            mapped = self.dscp_priority.get(self.trim.dscp)
+            if mapped is not None and mapped != self.trim.priority:
+                out.append(f"trim DSCP {self.trim.dscp} maps to priority {mapped} in "
+                           f"dscp_priority, not the trim priority {self.trim.priority}")
         for dscp, prio in self.dscp_priority.items():
             if not 0 <= dscp < 64:
                 out.append(f"DSCP must be 0..63, got {dscp}")
@@ -202,7 +252,14 @@ def table_entities(schema: Schema, ports: Iterable[int], config: CongestionConfi
         out += [knob_entry(schema, ECN_KNOB, [(lo, hi)], {"threshold": threshold}, priority=1)
                 for lo, hi, threshold in config.ecn.ranges()]
     out += [knob_entry(schema, CLASS_KNOB, [dscp], {"prio": prio})
-            for dscp, prio in sorted(config.dscp_priority.items())]
+            for dscp, prio in sorted(config.classes.items())]
+    if config.trim is not None:
+        trim = config.trim
+        trimmed = sorted(ports) if config.trim_ports is None else sorted(config.trim_ports)
+        out += [knob_entry(schema, TRIM_KNOB, [p, c],
+                           {"depth": trim.depth, "payload_bytes": trim.payload_bytes,
+                            "dscp": trim.dscp, "priority": trim.priority})
+                for p in trimmed for c in sorted(set(trim.classes))]
     if config.pfc is not None:
         enabled = sorted(ports) if config.pfc_ports is None else sorted(config.pfc_ports)
         out += _pfc_queue_entities(schema, enabled, config.pfc)

@@ -342,6 +342,10 @@ TABLES: tuple[Table, ...] = (
     Table("fabric-bringup", "docs/bringup.md",
           (("bench/fabric_bringup.py", "--idle", "1", "hpn7", "aipod", "bigraph",
             "leafspine"),) * 2),
+    Table("incast-trimming", "docs/mechanisms/trimming.md",
+          (("-m", "fabric_lab.cli", "run", "incast", "--quick", "-p",
+            "settings=none,trim,trim+sr,sr"),) * 5,
+          measures=("experiments.incast.experiment", "fabric_lab.commands.run")),
 )
 
 

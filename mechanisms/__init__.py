@@ -16,7 +16,19 @@ Mechanism(...)`, its entry in `registry.MECHANISMS` (and the programs that inclu
 controller part in `controller/`, its test (CONTRIBUTING.md walks through it).
 """
 
-from mechanisms import dlb, ecn, flow, flowlet, pfc, port_io, qdlb, routing, tagging, telemetry
+from mechanisms import (
+    dlb,
+    ecn,
+    flow,
+    flowlet,
+    pfc,
+    port_io,
+    qdlb,
+    routing,
+    tagging,
+    telemetry,
+    trimming,
+)
 from mechanisms.model import Control, Knob, Mechanism, MechanismError, Program, Telemetry
 from mechanisms.paths import P4_INCLUDE, P4SRC, include_path, program_path
 from mechanisms.registry import (
@@ -32,4 +44,4 @@ from mechanisms.registry import (
 __all__ = ["LB_MODES", "MECHANISMS", "P4SRC", "P4_INCLUDE", "PROGRAMS", "Control", "Knob",
            "Mechanism", "MechanismError", "Program", "Telemetry", "dlb", "ecn", "flow", "flowlet",
            "include_path", "mechanism", "p4_name", "pfc", "port_io", "program", "program_path",
-           "qdlb", "routing", "tagging", "telemetry", "telemetry_items"]
+           "qdlb", "routing", "tagging", "telemetry", "telemetry_items", "trimming"]

@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
-from mechanisms import dlb, ecn, flow, flowlet, pfc, port_io, qdlb, routing, tagging, telemetry
+from mechanisms import (
+    dlb,
+    ecn,
+    flow,
+    flowlet,
+    pfc,
+    port_io,
+    qdlb,
+    routing,
+    tagging,
+    telemetry,
+    trimming,
+)
 from mechanisms import int as inband
 from mechanisms.model import Mechanism, MechanismError, Program, Telemetry, by_name
 from mechanisms.paths import program_path
@@ -10,11 +22,11 @@ from mechanisms.paths import program_path
 MECHANISMS: tuple[Mechanism, ...] = (
     flow.MECHANISM, port_io.MECHANISM, routing.MECHANISM, ecn.MECHANISM, pfc.MECHANISM,
     telemetry.MECHANISM, inband.MECHANISM, flowlet.MECHANISM, tagging.MECHANISM, dlb.MECHANISM,
-    qdlb.MECHANISM,
+    qdlb.MECHANISM, trimming.MECHANISM,
 )
 
 _BASE = (flow.MECHANISM, port_io.MECHANISM, ecn.MECHANISM, pfc.MECHANISM, telemetry.MECHANISM,
-         inband.MECHANISM, routing.MECHANISM)  # what `include/fabric_main.p4` always includes
+         inband.MECHANISM, trimming.MECHANISM, routing.MECHANISM)  # what `include/fabric_main.p4` always includes
 
 
 def _program(name: str, summary: str, *extra: Mechanism) -> Program:

@@ -4,7 +4,7 @@ The generated code (p4switch/backend) provides the parser, the controls and the 
 this module strings them together in `simple_switch`'s order (targets/simple_switch/
 simple_switch.cpp): parser -> verify checksum -> ingress -> clone (I2E) -> digests ->
 resubmit -> multicast -> drop -> enqueue; dequeue -> egress -> clone (E2E) -> drop ->
-compute checksum + deparse -> recirculate -> transmit.
+compute checksum + deparse -> recirculate (whole) or truncate -> transmit.
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ class Engine:
         grp = sm.mcast_grp
         if grp:
             sm.instance_type = REPLICATION
-            out.extend(self._replicate(hdr, meta, sm, ctx.payload, len(data), ctx.truncate,
+            out.extend(self._replicate(hdr, meta, sm, ctx.payload, len(data),
                                        self._pre.replicas(grp), depth))
             return out
         return out + self._unicast(hdr, meta, sm, ctx, len(data), depth)
@@ -194,14 +194,16 @@ class Engine:
             return None
         return Queued(port, prio, hdr, meta, sm, payload, length, truncate, depth)
 
-    def _replicate(self, hdr, meta, sm, payload: bytes, length: int, truncate: int | None,
-                   replicas, depth: int) -> list[Queued]:
+    def _replicate(self, hdr, meta, sm, payload: bytes, length: int, replicas, depth: int
+                   ) -> list[Queued]:
+        """A copy per (port, rid). Copies start whole (BMv2's Packet::clone_*): a truncate()
+        before them cuts none."""
         out = []
         for port, rid in replicas:
             copy_sm = sm._copy()
             copy_sm.egress_rid = rid
-            q = self._enqueue(port, hdr._copy(), meta._copy(), copy_sm, payload, length,
-                              truncate, depth)
+            q = self._enqueue(port, hdr._copy(), meta._copy(), copy_sm, payload, length, None,
+                              depth)
             if q is not None:
                 out.append(q)
         return out
@@ -230,7 +232,7 @@ class Engine:
         kept = self._preserved(meta, flist)
         sm = self._new_sm()
         sm.instance_type = INGRESS_CLONE
-        return self._replicate(hdr, kept, sm, cctx.payload, len(data), None, targets, 0)
+        return self._replicate(hdr, kept, sm, cctx.payload, len(data), targets, 0)
 
     # ---- egress --------------------------------------------------------------------------
     def egress(self, item: Queued, enq_timestamp: int = 0, enq_qdepth: int = 0,
@@ -266,6 +268,7 @@ class Engine:
         sm.egress_spec = (self._drop + 1) & 0x1FF  # BMv2: "not drop_port", in 9 bits
         sm.packet_length = item.length
         ctx = PacketContext(item.length, item.payload)
+        ctx.truncate = item.truncate  # egress's truncate() can only cut further
         hdr, meta = item.hdr, item.meta
         try:
             self._egress(ctx, hdr, meta, sm)
@@ -282,16 +285,15 @@ class Engine:
         out = bytearray()
         self._deparser(ctx, out, hdr, sm)
         frame = bytes(out) + ctx.payload  # the payload copied once
-        truncate = item.truncate if ctx.truncate is None else ctx.truncate
-        if truncate is not None and truncate < len(frame):
-            frame = frame[:truncate]
-        if ctx.recirculate is not None:
+        if ctx.recirculate is not None:  # the copy fed back is whole, as BMv2's
             if item.recirculations >= _MAX_RECIRCULATIONS:
                 return None, new
             kept = self._preserved(meta, ctx.recirculate)
             self._trace(f"egress: port {item.egress_port}, recirculated")
             return None, [*new, *self._run_ingress(0, frame, RECIRC, kept,
                                                    item.recirculations + 1)]
+        if ctx.truncate is not None and ctx.truncate < len(frame):
+            frame = frame[:ctx.truncate]
         if self._log is not None:
             self._log(f"egress: port {item.egress_port}, transmit {len(frame)} bytes")
         return frame, new
@@ -305,7 +307,7 @@ class Engine:
         sm = self._new_sm()
         sm.instance_type = EGRESS_CLONE
         return self._replicate(item.hdr._copy(), self._preserved(item.meta, flist), sm,
-                               item.payload, item.length, None, targets, 0)
+                               item.payload, item.length, targets, 0)
 
     def publish(self) -> None:
         """Make what the control plane reads current: nothing to do here, the Python pipeline

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from topos.errors import FabricLabError
+from traffic.entropy import SPRAY_POLICIES
 
 _SI = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}
 _BIN = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
@@ -106,6 +107,14 @@ def add_actions(sub: argparse._SubParsersAction) -> None:
                    help="ask for an ACK every N packets (default 16, 1 with --cc hpcc)")
     s.add_argument("--no-go-back-n", action="store_true",
                    help="send every PSN once, no ACK waiting or resending (UC-like)")
+    s.add_argument("--selective", action="store_true",
+                   help="resend only the PSNs the receiver NAKs (its recv needs --selective)")
+    s.add_argument("--entropies", type=positive(int), default=1, metavar="N",
+                   help="send each QP's packets from N UDP source ports (paths), chosen per "
+                        "packet by --spray (1)")
+    s.add_argument("--spray", choices=SPRAY_POLICIES, default="oblivious",
+                   help="oblivious: the entropies in turn; reps: reuse those that came back "
+                        "clean (default oblivious)")
     s.add_argument("--json", type=Path, help="write the result here")
     s.add_argument("--progress", type=float, default=1.0, help="seconds between progress lines")
     s.add_argument("--quiet", action="store_true")
@@ -125,6 +134,8 @@ def add_actions(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--no-cnp", action="store_true")
     r.add_argument("--no-go-back-n", action="store_true",
                    help="no NAKs: count losses and reordering instead of asking for resends")
+    r.add_argument("--selective", action="store_true",
+                   help="place packets out of order and NAK each lost PSN (senders: --selective)")
     r.add_argument("--cnp-on-ooo", action="store_true",
                    help="also answer a PSN gap in an untagged flow with a CNP")
     r.add_argument("--out-dir", type=Path, default=Path("."),
@@ -250,14 +261,15 @@ def _send(args: argparse.Namespace) -> int:
         qps = [QueuePairConfig(dst_ip=ip, qpn=args.qpn + i * args.qps + k, rate_bps=args.rate,
                                message_bytes=args.size, messages=messages,
                                dst_mac=args.dst_mac, verb=args.verb, tag=args.tag,
-                               int_hops=args.int_hops)
+                               int_hops=args.int_hops, entropies=args.entropies,
+                               spray=args.spray)
                for i, ip in enumerate(dsts) for k in range(args.qps)]
         cfg = SenderConfig(iface=args.iface, qps=qps, mtu_payload=args.mtu, dscp=args.dscp,
                            ecn_capable=not args.no_ecn, priority=args.priority,
                            link_bps=args.link_rate, dcqcn=not args.no_dcqcn, cc=args.cc,
                            hpcc_rtt_s=args.hpcc_rtt / 1000, ack_every=args.ack_every,
                            duration_s=args.duration, progress_s=0 if args.quiet else args.progress,
-                           go_back_n=not args.no_go_back_n)
+                           go_back_n=not args.no_go_back_n, selective=args.selective)
         problems = cfg.problems()
         if problems:
             raise UsageError("; ".join(problems))
@@ -306,7 +318,7 @@ def _recv(args: argparse.Namespace) -> int:
                              expect=[_expect(e) for e in args.expect], bin_s=args.bin / 1000,
                              cnp=not args.no_cnp, cnp_interval_s=args.cnp_interval / 1000,
                              cnp_on_out_of_order=args.cnp_on_ooo,
-                             go_back_n=not args.no_go_back_n)
+                             go_back_n=not args.no_go_back_n, selective=args.selective)
         problems = cfg.problems()
         if problems:
             raise UsageError("; ".join(problems))

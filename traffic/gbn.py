@@ -8,7 +8,11 @@ Responder (receiver side, one per QP), with its expected PSN `epsn`:
   (PSN sequence error, carrying epsn) per epsn, as a NIC sends one NAK until the expected PSN
   arrives; that is what makes reordering expensive without reorder tags;
 - a PSN above epsn in a tagged (reorderable) packet is held for reordering; only a hole that
-  stays open longer than `nak_after_s` is taken for a loss and NAKed (again every `nak_after_s`).
+  stays open longer than `nak_after_s` is taken for a loss and NAKed (again every `nak_after_s`);
+- a trimmed packet (a switch cut it to its headers instead of dropping it, `trimming.p4`) is a
+  loss known at once: at or past epsn it is NAKed with epsn right away, a trim of epsn itself
+  even when epsn was NAKed before (the resend was lost too), so the sender goes back within a
+  round trip instead of a timeout.
 ACKs are coalesced: one cumulative ACK (PSN epsn - 1) once epsn passes a packet that asked for
 one (the sender asks on the last packet of every message and every `ack_every` packets).
 
@@ -47,7 +51,7 @@ class Responder:
     collects the replies (("ack" | "nak", psn)) to send in `replies`."""
 
     __slots__ = ("ack_pending", "ahead", "epsn", "hole_since", "nak_after_s", "nak_t", "naked",
-                 "naks", "replies", "seq_errors")
+                 "naks", "replies", "seq_errors", "trims")
 
     def __init__(self, nak_after_s: float) -> None:
         self.epsn = 0
@@ -59,24 +63,36 @@ class Responder:
         self.ack_pending = -1  # highest PSN that asked for an ACK and is not ACKed yet
         self.naks = 0
         self.seq_errors = 0
+        self.trims = 0
         self.replies: list[tuple[str, int]] = []
 
     def on_data(self, psn: int, ackreq: bool, tagged: bool, now: float) -> str:
         if psn < self.epsn or psn in self.ahead:
-            self.replies.append(("ack", self.epsn - 1))
-            return DUPLICATE
+            return self._duplicate()
         if psn > self.epsn:
             if not tagged:
                 self.seq_errors += 1
                 if self.naked != self.epsn:
                     self._nak(now)
                 return SEQ_ERROR
-            if not self.ahead:
-                self.hole_since = now
-            self.ahead.add(psn)
-            if ackreq:
-                self.ack_pending = max(self.ack_pending, psn)
-            return HOLD
+            return self._hold(psn, ackreq, now)
+        return self._accept(psn, ackreq, now)
+
+    def _duplicate(self) -> str:
+        self.replies.append(("ack", self.epsn - 1))
+        return DUPLICATE
+
+    def _hold(self, psn: int, ackreq: bool, now: float) -> str:
+        """A packet above epsn, kept for the in-order stream."""
+        if not self.ahead:
+            self.hole_since = now
+        self.ahead.add(psn)
+        if ackreq:
+            self.ack_pending = max(self.ack_pending, psn)
+        return HOLD
+
+    def _accept(self, psn: int, ackreq: bool, now: float) -> str:
+        """The expected PSN: epsn moves past it and what was held above it; ACK if asked."""
         self.epsn += 1
         ahead = self.ahead
         while self.epsn in ahead:
@@ -90,6 +106,12 @@ class Responder:
             self.replies.append(("ack", self.epsn - 1))
             self.ack_pending = -1
         return ACCEPT
+
+    def on_trimmed(self, psn: int, now: float) -> None:
+        """A trimmed packet of `psn` arrived (its payload was cut away on the way)."""
+        self.trims += 1
+        if psn == self.epsn or (psn > self.epsn and self.naked != self.epsn):
+            self._nak(now)
 
     def tick(self, now: float) -> None:
         """NAK a hole among held (tagged) packets that has waited too long."""
@@ -112,15 +134,16 @@ class RequesterStats:
     timeouts: int = 0
 
 
-class Requester:
-    """Sender-side go-back-N state of one QP (`total` PSNs to deliver, None = unlimited)."""
+class RequesterBase:
+    """What every sender-side reliability state of one QP keeps (`total` PSNs to deliver, None =
+    unlimited): una, sent_max, the retransmission timer and its retries, the counts. Subclasses
+    say what to send next (`next`) and what a NAK and a timeout do."""
 
     def __init__(self, total: int | None, rto_s: float, max_retries: int) -> None:
         self.total = total
         self.rto_s = rto_s
         self.max_retries = max_retries
         self.una = 0
-        self.next = 0
         self.sent_max = 0
         self.retries = 0
         self.progress_t = 0.0  # last ACK progress, or the send that started the outstanding run
@@ -130,10 +153,6 @@ class Requester:
     @property
     def done(self) -> bool:
         return self.failed or (self.total is not None and self.una >= self.total)
-
-    @property
-    def has_to_send(self) -> bool:
-        return not self.done and (self.total is None or self.next < self.total)
 
     def timer_due(self) -> float:
         """When the retransmission timer expires (inf when nothing is outstanding)."""
@@ -145,7 +164,6 @@ class Requester:
         """Account one packet sent; True if it was sent for the first time."""
         if self.una >= self.sent_max:
             self.progress_t = now  # the timer starts with the first outstanding packet
-        self.next = psn + 1
         if psn < self.sent_max:
             self.stats.retransmitted_packets += 1
             self.stats.retransmitted_bytes += frame_bytes
@@ -159,7 +177,35 @@ class Requester:
             self.una = min(acked, self.sent_max)
             self.retries = 0
             self.progress_t = now
-            self.next = max(self.next, self.una)
+
+    def on_timeout(self, now: float) -> None:
+        """Count an expiry; the subclass resends if the QP has retries left (`failed` not)."""
+        self.stats.timeouts += 1
+        self.retries += 1
+        if self.retries > self.max_retries:
+            self.failed = True
+            return
+        self.progress_t = now
+
+
+class Requester(RequesterBase):
+    """Sender-side go-back-N state of one QP."""
+
+    def __init__(self, total: int | None, rto_s: float, max_retries: int) -> None:
+        super().__init__(total, rto_s, max_retries)
+        self.next = 0
+
+    @property
+    def has_to_send(self) -> bool:
+        return not self.done and (self.total is None or self.next < self.total)
+
+    def on_sent(self, psn: int, frame_bytes: int, now: float) -> bool:
+        self.next = psn + 1
+        return super().on_sent(psn, frame_bytes, now)
+
+    def on_ack(self, psn: int, now: float) -> None:
+        super().on_ack(psn, now)
+        self.next = max(self.next, self.una)
 
     def on_nak(self, psn: int, now: float) -> None:
         nak = unwrap(psn, self.una)
@@ -173,10 +219,6 @@ class Requester:
         self.next = min(self.next, nak)
 
     def on_timeout(self, now: float) -> None:
-        self.stats.timeouts += 1
-        self.retries += 1
-        if self.retries > self.max_retries:
-            self.failed = True
-            return
-        self.progress_t = now
-        self.next = self.una
+        super().on_timeout(now)
+        if not self.failed:
+            self.next = self.una

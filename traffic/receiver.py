@@ -2,6 +2,8 @@
 
 Flows are keyed by (source IP, destination QPN). For every data packet the receiver
 - strips in-band telemetry records (`traffic.inband`) and keeps them per QP,
+- counts a trimmed packet (the trim DSCP: a switch cut it to its headers instead of dropping
+  it, `p4src/include/trimming.p4`) as lost and, with go-back-N, NAKs it at once,
 - verifies the ICRC (after stripping the DLB tag) and drops the packet if it is wrong,
 - tracks PSNs: a jump ahead records the skipped PSNs as missing; an arrival below the highest
   PSN seen fills one of them (out of order, distance = highest - PSN) or is a duplicate,
@@ -30,6 +32,7 @@ import socket
 import time
 from collections.abc import Callable
 
+from mechanisms.trimming import TRIM_DSCP
 from traffic import bpf, netutil, payload
 from traffic.echo import add_echo, int_echo_of
 from traffic.frames import (
@@ -194,7 +197,7 @@ class Receiver:
             except ValueError:  # records cut short: not a packet the sender built
                 return
             frame = memoryview(stripped)
-        decoded = self._decode(frame)
+        decoded = self._decode(frame, now)
         if decoded is None:
             return
         flow, at, opcode, ext, tag_seq = decoded
@@ -211,16 +214,18 @@ class Receiver:
             self._answer(flow, frame, at, binr, gap, ce, tag_seq, now)
         self._reorder(flow, frame, at, binr, opcode, ext, payload, tag_seq, now)
 
-    def _decode(self, frame: memoryview) -> tuple[FlowState, RoceLayout, int, int, int] | None:
+    def _decode(self, frame: memoryview, now: float
+                ) -> tuple[FlowState, RoceLayout, int, int, int] | None:
         """The flow, layout, opcode, unwrapped PSN and tag sequence (-1: untagged) of a RoCE
-        data frame with a good ICRC; None for anything else (a bad ICRC is counted)."""
+        data frame with a good ICRC; None for anything else (a bad ICRC is counted, a trimmed
+        packet answered)."""
         if frame[IP_PROTO_AT] == TAG_IP_PROTO:
             at = TAGGED
             tag_seq = int.from_bytes(frame[TAG_SEQ], "big")
         else:
             at = PLAIN
             tag_seq = -1
-        if len(frame) < at.min_len:
+        if len(frame) < at.bth_end:
             return None
         opcode = frame[at.opcode]
         if opcode not in DATA_OPCODES:
@@ -229,13 +234,30 @@ class Receiver:
         flow = self.flows.get(key)
         if flow is None:
             flow = self._new_flow(key)
-        if self._verify_icrc and not self._icrc.ok(frame):
-            flow.res.icrc_errors += 1
-            return None
         psn = int.from_bytes(frame[at.psn], "big")
         # Unwrap the 24-bit PSN around the highest seen.
         ext = flow.highest + ((psn - flow.highest + 0x800000) & 0xFFFFFF) - 0x800000
+        if frame[IP_TOS_AT] >> 2 == TRIM_DSCP:
+            self._trimmed(flow, frame, at, ext, now)
+            return None
+        if len(frame) < at.min_len:
+            return None
+        if self._verify_icrc and not self._icrc.ok(frame):
+            flow.res.icrc_errors += 1
+            return None
         return flow, at, opcode, ext, tag_seq
+
+    def _trimmed(self, flow: FlowState, frame: memoryview, at: RoceLayout, ext: int,
+                 now: float) -> None:
+        """A trimmed packet: its payload is gone; with go-back-N its NAK goes out now."""
+        flow.res.trimmed += 1
+        rc = flow.gbn
+        if rc is None:
+            return
+        rc.on_trimmed(ext, now)
+        if rc.replies:
+            self._endpoints(flow, frame, at)
+            self._send_replies(flow, self._echo)
 
     def _admit(self, flow: FlowState, rc: Responder, frame: memoryview, at: RoceLayout, ext: int,
                tag_seq: int, now: float) -> bool:

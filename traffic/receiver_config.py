@@ -29,6 +29,9 @@ class ReceiverConfig:
     verify_icrc: bool = True
     record_delivery: bool = False  # keep each QP's released sequence numbers (tests)
     go_back_n: bool = True  # RC reliability: NAK sequence errors, cumulative ACKs (traffic.gbn)
+    # with go_back_n: place packets out of order and NAK each lost PSN (traffic.selective);
+    # the senders must resend selectively too (SenderConfig.selective)
+    selective: bool = False
     check_payload: bool = False  # compare payloads with traffic.payload's pattern, count wrong
 
     def problems(self) -> list[str]:

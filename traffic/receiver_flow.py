@@ -9,6 +9,7 @@ from traffic.headers import ENDS_MESSAGE, STARTS_MESSAGE
 from traffic.receiver_config import ReceiverConfig
 from traffic.reorder import ReorderBuffer
 from traffic.results import Bin, MessageResult, QPRecvResult
+from traffic.selective import SelectiveResponder
 
 MISSING_TRACK_LIMIT = 1 << 16  # PSNs tracked per jump; beyond, counted as lost directly
 
@@ -30,7 +31,8 @@ class FlowState:
         self.untracked = 0
         # With go-back-N a hole is resent, never given up on: the buffer waits (the responder
         # NAKs it after the reorder timeout) and a full buffer refuses packets instead.
-        self.gbn = Responder(cfg.reorder_timeout_s) if cfg.go_back_n else None
+        responder = SelectiveResponder if cfg.selective else Responder
+        self.gbn = responder(cfg.reorder_timeout_s) if cfg.go_back_n else None
         timeout = 1e9 if cfg.go_back_n else cfg.reorder_timeout_s
         self.buffer = ReorderBuffer(0, cfg.reorder_capacity, timeout)
         self.last_cnp = -float("inf")

@@ -32,6 +32,7 @@ class QPSendResult:
     timeouts: int = 0
     acked_packets: int = 0
     gave_up: bool = False
+    entropy_packets: list[int] = field(default_factory=list)  # packets sent per entropy
     rate_samples: list[tuple[float, float]] = field(default_factory=list)  # (s from start, b/s)
 
     @property
@@ -123,6 +124,7 @@ class QPRecvResult:
     cnp_out_of_order: int = 0  # of those, CNPs for a PSN gap rather than an ECN mark
     acks_sent: int = 0
     icrc_errors: int = 0
+    trimmed: int = 0  # packets a switch cut to their headers (trim DSCP): lost, NAKed at once
     # go-back-N: NAKs sent, untagged packets dropped for arriving ahead of the expected PSN
     naks_sent: int = 0
     seq_errors: int = 0

@@ -17,8 +17,10 @@ Reliability (`go_back_n`, on by default as on a RoCEv2 RC NIC; `traffic.gbn`): t
 for an ACK on the last packet of every message and every `ack_every` packets, goes back to the
 PSN a NAK names, and to the oldest unacknowledged PSN when the retransmission timer expires; a
 QP is finished when its last PSN is acknowledged. Retransmitted packets and bytes, NAKs and
-timeouts are counted per QP. Off, the sender sends every PSN once and only waits `ack_wait_s`
-for the ACKs of its messages (a lost packet leaves its message incomplete, as with UC).
+timeouts are counted per QP. With `selective` it resends only the PSNs NAKed (and the oldest
+unacknowledged one on a timeout; `traffic.selective`), as Ultra Ethernet's transport does. Off,
+the sender sends every PSN once and only waits `ack_wait_s` for the ACKs of its messages (a lost
+packet leaves its message incomplete, as with UC).
 """
 
 from __future__ import annotations
@@ -28,16 +30,19 @@ import select
 import signal
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from traffic import bpf, netutil, payload
 from traffic.dcqcn import Dcqcn, DcqcnParams
 from traffic.echo import read_echo
+from traffic.entropy import EntropyChooser, entropy_port
 from traffic.frames import ECN_ECT0, ECN_NOT_ECT, Endpoints, FrameTemplate, build_frame
 from traffic.gbn import PSN_MASK, Requester, is_nak, unwrap
 from traffic.headers import ACK, CNP, INT_MAX_HOPS
 from traffic.hpcc import Hpcc, HpccParams
 from traffic.pfc import PauseState
 from traffic.results import QPSendResult, SendResult
+from traffic.selective import SelectiveRequester
 from traffic.sender_config import VERBS, QueuePairConfig, SenderConfig
 from traffic.wire import ETH_LEN, INT_HOP_LEN, IP_SRC, RoceLayout, roce_layout
 
@@ -59,10 +64,16 @@ class _QP:
         hpcc = sender.congestion_control == "hpcc"
         int_hops = cfg.int_hops or (INT_MAX_HOPS if hpcc else 0)  # HPCC needs the records
         self.plan = _message_plan(cfg, ep, mtu, int_hops)
+        # one plan per entropy (its own UDP source port, so its own cached header CRC)
+        self.plans = [self.plan, *(_message_plan(cfg, replace(ep, sport=entropy_port(ep.sport, k)),
+                                                 mtu, int_hops) for k in range(1, cfg.entropies))]
+        self.entropy = EntropyChooser(cfg.entropies, cfg.spray)
         self.int_hops = int_hops
         self.lengths = [t.payload_len for t in self.plan]
         total = None if cfg.messages is None else cfg.messages * len(self.plan)
-        self.gbn = Requester(total, sender.rto_s, sender.max_retries)
+        requester = SelectiveRequester if sender.selective else Requester
+        self.gbn: Requester | SelectiveRequester = requester(total, sender.rto_s,
+                                                             sender.max_retries)
         self.reliable = sender.go_back_n
         self.ack_every = sender.ack_interval
         if hpcc:
@@ -237,7 +248,9 @@ class Sender:
                 if corrupt_every and (count + 1) % corrupt_every == 0:
                     data = bytearray(data)
                     data[-1] ^= 0xFF  # the last byte: never the send stamp
-            buf = plan[i].render(psn & PSN_MASK, ackreq, psn, stamp, data)
+            plans = qp.plans
+            template = plan[i] if len(plans) == 1 else plans[qp.entropy.choose(psn)][i]
+            buf = template.render(psn & PSN_MASK, ackreq, psn, stamp, data)
             try:
                 send(buf)
             except OSError as e:  # a full qdisc (tc shaping): wait, as a NIC's send queue does
@@ -338,11 +351,15 @@ class Sender:
             if is_nak(frame[at.syndrome]):
                 qp.res.naks += 1
                 if qp.reliable:
+                    qp.entropy.nak(unwrap(psn, qp.gbn.una))
                     qp.gbn.on_nak(psn, now)
             else:
                 qp.res.acks += 1
                 if qp.reliable:
+                    una = qp.gbn.una
                     qp.gbn.on_ack(psn, now)
+                    if qp.gbn.una > una:
+                        qp.entropy.acked(una, qp.gbn.una)
                 if qp.hpcc is not None:
                     self._on_echo(qp, frame, at, psn, t)
 
@@ -380,6 +397,8 @@ class Sender:
             qp.res.retransmitted_bytes = stats.retransmitted_bytes
             qp.res.timeouts = stats.timeouts
             qp.res.acked_packets = qp.gbn.una
+            qp.res.entropy_packets = (list(qp.entropy.packets) if len(qp.plans) > 1
+                                      else [qp.res.packets])
         return SendResult(
             iface=self.cfg.iface, src_ip=self.src_ip, start=wall0, elapsed_s=elapsed,
             qps=[qp.res for qp in self.qps], pause_frames=self.pause.frames,

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from traffic import netutil
 from traffic.dcqcn import DcqcnParams
+from traffic.entropy import MAX_ENTROPIES, SPRAY_POLICIES
 from traffic.frames import STAMP_LEN
 from traffic.headers import (
     SEND_FIRST,
@@ -40,6 +41,10 @@ class QueuePairConfig:
     verb: str = "write"
     tag: bool = False  # add the DLB reorder tag (flow id = qpn mod 65536, seq from 0)
     int_hops: int = 0  # > 0: ask the switches for in-band telemetry, up to this many records
+    # packets leave from this many UDP source ports (the entropies ECMP hashes; traffic.entropy),
+    # chosen per packet by `spray`: "oblivious" (in turn) or "reps" (recycle the clean ones)
+    entropies: int = 1
+    spray: str = "oblivious"
 
     def problems(self) -> list[str]:
         out = []
@@ -57,6 +62,11 @@ class QueuePairConfig:
             out.append(f"{name}: UDP source port must be 1..65535, got {self.sport}")
         if not 0 <= self.int_hops <= MAX_INT_HOPS:
             out.append(f"{name}: INT records must be 0..{MAX_INT_HOPS}, got {self.int_hops}")
+        if not 1 <= self.entropies <= MAX_ENTROPIES:
+            out.append(f"{name}: entropies must be 1..{MAX_ENTROPIES}, got {self.entropies}")
+        if self.spray not in SPRAY_POLICIES:
+            out.append(f"{name}: spray must be one of {', '.join(SPRAY_POLICIES)}, "
+                       f"got {self.spray!r}")
         if self.verb not in VERBS:
             out.append(f"{name}: verb must be one of {sorted(VERBS)}, got {self.verb!r}")
         try:
@@ -93,6 +103,9 @@ class SenderConfig:
     # catch up this much time at once; pauses and rate cuts never build up credit.
     max_burst_s: float = 0.005
     go_back_n: bool = True  # RC reliability: ACKs, NAKs, retransmission (traffic.gbn)
+    # with go_back_n: resend only the PSNs the receiver NAKs, and una on a timeout
+    # (traffic.selective); the receiver must NAK selectively too (ReceiverConfig.selective)
+    selective: bool = False
     # ask for an ACK every this many packets (and at each message's end); None: 16, or 1 with
     # HPCC (it reacts to every ACK's telemetry)
     ack_every: int | None = None
@@ -132,6 +145,8 @@ class SenderConfig:
             if any(qp.rate_bps <= 0 for qp in self.qps):
                 out.append("HPCC paces at W/T up to the QP's rate: unpaced QPs (rate 0) cannot "
                            "use it")
+        if self.selective and not self.go_back_n:
+            out.append("selective retransmission needs ACKs and NAKs: not without go-back-N")
         if self.ack_interval <= 0:
             out.append(f"ACK interval must be > 0 packets, got {self.ack_interval}")
         if self.rto_s <= 0:

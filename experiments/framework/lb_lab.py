@@ -218,8 +218,10 @@ class LbLab(SessionLab):
 
     def run_flows(self, flows: list[FlowSpec], *, rate_bps: float, mtu_payload: int = 1024,
                   timeout_s: float = 30.0, receiver: dict[str, Any] | None = None,
-                  sender: dict[str, Any] | None = None) -> list[FlowOutcome]:
-        """Send every flow's message at once (a NIC's rate shared by its flows); wait for all."""
+                  sender: dict[str, Any] | None = None,
+                  qp: dict[str, Any] | None = None) -> list[FlowOutcome]:
+        """Send every flow's message at once (a NIC's rate shared by its flows); wait for all.
+        `receiver`, `sender`, `qp`: more settings of the receivers, senders and queue pairs."""
         ip = {nic.name: nic.ip for nic in self.spec.host_nics()}
         by_dst: dict[str, list[FlowSpec]] = {}
         by_src: dict[str, list[FlowSpec]] = {}
@@ -234,7 +236,8 @@ class LbLab(SessionLab):
         start_at = time.time() + START_MARGIN_S * (1 + len(by_src))
         for src, fl in by_src.items():
             qps = [{"dst_ip": ip[f.dst], "qpn": f.qpn, "sport": f.sport,
-                    "message_bytes": f.bytes, "messages": 1, "rate_bps": rate_bps / len(fl)}
+                    "message_bytes": f.bytes, "messages": 1, "rate_bps": rate_bps / len(fl),
+                    **(qp or {})}
                    for f in fl]
             self._agent(src, "send").start_send({
                 "iface": self.host(src).iface, "qps": qps, "start_at": start_at,

@@ -1,7 +1,9 @@
-"""Experiment `incast`: N-to-1 RoCEv2 incast under {no ECN/no PFC, ECN only, PFC only, ECN+PFC}.
+"""Experiment `incast`: N-to-1 RoCEv2 incast under {no ECN/no PFC, ECN only, PFC only, ECN+PFC},
+and on request with packet trimming and selective retransmission (`trim`, `trim+sr`, `sr`).
 
     fabric-lab run incast --quick          # about 30 s: 3 senders, 600 KB each
     fabric-lab run incast -p settings=pfc,ecn+pfc -p xoff=49
+    fabric-lab run incast -p settings=none,trim,trim+sr,sr
 
 A two-leaf, one-spine fabric on Mininet + p4switch (`incast_lab`): the senders share the first
 leaf, the receiver sits on the second, and the switch queue towards the receiver (host_pps) is
@@ -32,7 +34,13 @@ pause takes effect, 472 packets = 25 ms at the fabric rate. `--target bmv2` runs
 rates and queues (`per_target`): BMv2 carries a fraction of these rates.
 
 Thresholds in packets: ECN kmin 20 / kmax 80 / pmax 0.2 (4 and 17 ms of the congested port's
-queue); PFC XOFF 40, XON 16. The dequeue-time XOFF rule (p4src/include/pfc.p4) sees a crossing
+queue); PFC XOFF 40, XON 16; trimming from `trim_depth` = 64 (p4src/include/trimming.p4: a data
+packet headed for a deeper queue leaves as its headers at priority 7, and the receiver NAKs it
+at once, so go-back-N resends within a round trip instead of after a timeout; `trimmed` counts
+them at the receiver). `sr`: the senders resend only what the receiver NAKs, and the receiver
+places what arrives after a gap (traffic/selective.py, Ultra Ethernet's and IRN's recovery)
+instead of go-back-N. The queues serve packets, not bytes, on both targets: a trimmed header
+takes a full packet's turn at the congested port. The dequeue-time XOFF rule (p4src/include/pfc.p4) sees a crossing
 one queue residence late, while packets keep coming at up to the fabric rate: XOFF x fabric_pps
 / host_pps must stay within the queue depth, or the congested port drops before its pause takes
 effect (exercise: `-p xoff=96 -p xon=40` and watch drops_congested); lab 5 adds the pause's
@@ -102,10 +110,10 @@ EXPERIMENT = Experiment(
     summary="N-to-1 RoCEv2 incast with and without ECN/DCQCN and PFC: drops, completion, queues, "
             "pauses and a victim flow's head-of-line blocking",
     duration="about 30 s with --quick, 40 s in full; Mininet + p4switch or BMv2, root",
-    defaults={"settings": list(SETTINGS), "senders": 3, "message_kb": 2000, "host_pps": 4800,
+    defaults={"settings": list(SETTINGS[:4]), "senders": 3, "message_kb": 2000, "host_pps": 4800,
               "fabric_pps": 19200, "depth": 256, "fabric_depth": 512, "link_mbps": 40.0,
               "kmin": 20, "kmax": 80, "pmax": 0.2,
-              "xoff": 40, "xon": 16, "quanta": 4000, "refresh_us": 20_000,
+              "xoff": 40, "xon": 16, "quanta": 4000, "refresh_us": 20_000, "trim_depth": 64,
               "victim_pps": 2400, "victim_s": 6.0, "victim_lead_s": 1.0, "idle_s": 8.0,
               "sample_ms": 50, "bmv2_paused_share": 0.1,
               # gRPC from here, runtime CLI from here + 500; above the kernel's ephemeral
@@ -116,7 +124,8 @@ EXPERIMENT = Experiment(
     # incast's former rates and queues, which docs/mechanisms/pfc.md compares on both targets
     per_target={"bmv2": {"host_pps": 250, "fabric_pps": 1000, "victim_pps": 100, "depth": 64,
                          "fabric_depth": 64, "link_mbps": 10.0, "quanta": 1000, "kmin": 5,
-                         "kmax": 20, "xoff": 10, "xon": 4, "message_kb": 100}},
+                         "kmax": 20, "xoff": 10, "xon": 4, "trim_depth": 16,
+                         "message_kb": 100}},
     run=run,
     plot=plot,
     fabrics=("leafspine",),

@@ -21,7 +21,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from controller.congestion import ROCE_CLASSES, CongestionConfig, EcnProfile, PfcConfig
+from controller.congestion import (
+    ROCE_CLASSES,
+    CongestionConfig,
+    EcnProfile,
+    PfcConfig,
+    TrimConfig,
+)
 from experiments.framework.telemetry import TelemetrySampler
 from experiments.incast.drops import incast_balances, settled
 from experiments.incast.lab import DATA_PRIORITY, CongestionLab, IncastRoles
@@ -30,7 +36,8 @@ from targets import Target
 from traffic.receiver import ExpectedFlow, ReceiverConfig
 from traffic.sender import QueuePairConfig, SenderConfig
 
-SETTINGS = ("none", "ecn", "pfc", "ecn+pfc")
+# "trim": switches trim past trim_depth; "sr": senders and receiver retransmit selectively
+SETTINGS = ("none", "ecn", "pfc", "ecn+pfc", "trim", "trim+sr", "sr")
 # a go-back-N sender whose receiver stopped listening retries until its timeouts are spent:
 # 8 expiries of 0.5 s doubling by default (traffic.sender.SenderConfig, traffic.gbn) = 127.5 s
 SENDER_GIVE_UP_S = 150.0
@@ -46,7 +53,8 @@ def drops_counted_by(target: Target) -> str:
 
 
 SUMMARY_FIELDS = ["setting", "drops_congested", "drops_fabric", "drops_counted_by", "ring_drops",
-                  "balance_congested", "balance_spine", "balance_leaf", "retransmitted", "lost", "messages_complete",
+                  "balance_congested", "balance_spine", "balance_leaf", "retransmitted", "lost",
+                  "trimmed", "messages_complete",
                   "senders", "completion_s", "goodput_mbps", "peak_queue_congested",
                   "peak_queue_upstream", "peak_queue_leaf_uplink", "ecn_marked", "cnps",
                   "rate_cuts", "host_pause_frames", "host_paused_s", "spine_paused_s",
@@ -60,7 +68,8 @@ def congestion_config(setting: str, params: dict[str, Any]) -> CongestionConfig:
     ecn = EcnProfile(params["kmin"], params["kmax"], params["pmax"]) if "ecn" in setting else None
     pfc = (PfcConfig(params["xoff"], params["xon"], params["quanta"], params["refresh_us"],
                      params["link_mbps"]) if "pfc" in setting else None)
-    return CongestionConfig(ecn=ecn, pfc=pfc, dscp_priority=ROCE_CLASSES).check()
+    trim = TrimConfig(params["trim_depth"]) if "trim" in setting else None
+    return CongestionConfig(ecn=ecn, pfc=pfc, dscp_priority=ROCE_CLASSES, trim=trim).check()
 
 
 @dataclass
@@ -91,8 +100,10 @@ def run_trial(lab: CongestionLab, roles: IncastRoles, setting: str, params: dict
                                interval_s=interval_s).start()
     try:
         rx, vrx = agents[roles.receiver], agents[roles.victim_dst]
+        selective = "sr" in setting.split("+")
         rx.start_recv(ReceiverConfig(
             iface=lab.iface(roles.receiver), idle_timeout_s=params["idle_s"],
+            selective=selective,
             expect=[ExpectedFlow(lab.ip(nic), qpn, message) for nic, qpn in qpns.items()]))
         vrx.start_recv(ReceiverConfig(iface=lab.iface(roles.victim_dst), idle_timeout_s=1.0,
                                       duration_s=params["victim_s"] + 2.0))
@@ -105,7 +116,7 @@ def run_trial(lab: CongestionLab, roles: IncastRoles, setting: str, params: dict
                                  rate_bps=params["victim_pps"] * FRAME_BITS, messages=None)]))
         for nic, qpn in qpns.items():
             agents[nic].start_send(SenderConfig(
-                iface=lab.iface(nic), link_bps=link_bps, start_at=t_incast,
+                iface=lab.iface(nic), link_bps=link_bps, start_at=t_incast, selective=selective,
                 qps=[QueuePairConfig(lab.ip(roles.receiver), qpn, rate_bps=host_bps,
                                      message_bytes=message)]))
         received = rx.result(params["victim_s"] + 60)
@@ -197,6 +208,7 @@ def _summary(setting: str, roles: IncastRoles, rows: list[dict], received: dict,
         "drops_fabric": _sum(_delta(rows, "dropped", q) for q in
                              (roles.spine_down, roles.leaf_up, roles.victim_port)),
         "lost": sum(q["lost"] for q in qps),
+        "trimmed": sum(q["trimmed"] for q in qps),
         "messages_complete": sum(q["messages_complete"] for q in qps),
         "senders": len(roles.senders),
         "completion_s": round(incast_end - t_incast, 3),

@@ -5,7 +5,8 @@
  *                    tags added at the first switch unless the host tagged
  *   LB_MODE_QDLB     queue-aware per-packet DLB: the less loaded (queue depth) of two live
  *                    members per packet; reorder tags as in LB_MODE_DLB
- * Every mode pushes in-band telemetry records (int.p4) onto packets that ask for them. */
+ * Every mode pushes in-band telemetry records (int.p4) onto packets that ask for them, and trims
+ * (trimming.p4) where the controller asks for it. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -18,6 +19,7 @@
 #include "pfc.p4"
 #include "telemetry.p4"
 #include "int.p4"
+#include "trimming.p4"
 #ifdef LB_MODE_DLB
 #include "dlb.p4"
 #endif
@@ -53,6 +55,7 @@ control FabricIngress(inout headers_t hdr,
     FlowletSwitching() load_balancing;
 #endif
     EcmpRouting() routing;
+    PacketTrimming() trimming;
 
     apply {
         packet_out_handler.apply(hdr, standard_metadata);
@@ -81,6 +84,7 @@ control FabricIngress(inout headers_t hdr,
             load_learning.apply(meta, standard_metadata);
         }
 #endif
+        trimming.apply(hdr, meta, standard_metadata);
         pfc_reception.apply(hdr, meta, standard_metadata);
     }
 }
@@ -93,6 +97,7 @@ control FabricEgress(inout headers_t hdr,
     EgressPortIo() port_io;
     QueueTelemetry() telemetry;
     InbandTelemetry() int_telemetry;
+    TrimmedCut() trimmed_cut;
 #ifdef LB_MODE_QDLB
     DlbPortLoad() dlb_port_load;
 #endif
@@ -103,6 +108,7 @@ control FabricEgress(inout headers_t hdr,
         port_io.apply(hdr, standard_metadata);
         telemetry.apply(standard_metadata);
         int_telemetry.apply(hdr, standard_metadata);
+        trimmed_cut.apply(hdr, meta, standard_metadata);
 #ifdef LB_MODE_QDLB
         dlb_port_load.apply(standard_metadata);
 #endif

@@ -12,8 +12,9 @@ struct local_metadata_t {
     bit<16>     ecmp_key;     /* the flow hash as this switch sees it (seeded), hashed by ECMP */
     bit<16>     lb_entropy;   /* load-balancing entropy: 0 (ECMP), flowlet id, or per-packet count */
     bit<32>     flow_index;   /* hash of the 5-tuple, indexes per-flow registers */
-    bit<32>     dlb_cell;
-    bit<8>      int_hops_left; /* parser: INT records still to extract */     /* queue-aware DLB: (destination slot, entropy) it learns a port for */
+    bit<32>     dlb_cell;     /* queue-aware DLB: (destination slot, entropy) it learns a port for */
+    bit<8>      int_hops_left; /* parser: INT records still to extract */
+    bit<16>     trim_udp_bytes; /* trimming: the UDP length the cut keeps (0: not trimmed) */
     /* Carried into the egress clone that becomes a PFC frame (field list 1). */
     @field_list(1) bit<1>  pfc_frame;
     @field_list(1) bit<16> pfc_quanta;

@@ -310,7 +310,7 @@ class ExternGen:
         self.ctx.em.line(f"ctx.recirculate = {self.ctx.expr.ex(self.args(c)[0], env)}")
 
     def _f_truncate(self, c, env):
-        self.ctx.em.line(f"ctx.truncate = {self.ctx.expr.ex(self.args(c)[0], env)}")
+        self.ctx.em.line(f"ctx.cut({self.ctx.expr.ex(self.args(c)[0], env)})")
 
     def _f_digest(self, c, env):
         _, data = self.args(c)

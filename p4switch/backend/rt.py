@@ -128,9 +128,15 @@ class PacketContext:
         self.clone: tuple[int, int] | None = None  # (session, field list or -1)
         self.resubmit: int | None = None  # field list index
         self.recirculate: int | None = None  # field list index
-        self.truncate: int | None = None  # bytes to keep
+        self.truncate: int | None = None  # bytes to keep: the least truncate() asked
         self.digest: tuple | None = None  # (name, values at the end of ingress)
         self.parser_offset = 0
+
+
+    def cut(self, length: int) -> None:
+        """truncate(length): BMv2's Packet::truncate keeps the smallest length asked."""
+        if self.truncate is None or length < self.truncate:
+            self.truncate = length
 
 
 def signed(value: int, width: int) -> int:

@@ -12,7 +12,7 @@ PARAMS: dict[str, Any] = {
     "message_kb": 100, "host_pps": 250, "fabric_pps": 1000, "depth": 64, "link_mbps": 10.0,
     "kmin": 5, "kmax": 20, "pmax": 0.2, "xoff": 10, "xon": 4, "quanta": 1000,
     "refresh_us": 20_000, "victim_pps": 100, "victim_s": 3.5, "victim_lead_s": 1.0,
-    "idle_s": 8.0, "sample_ms": 50,
+    "idle_s": 8.0, "sample_ms": 50, "trim_depth": 16,
 }
 
 

@@ -111,6 +111,21 @@ def test_incast_drops_without_pfc_and_none_with_it(incast_runs) -> None:
     assert pfc["lost"] == 0 and pfc["messages_complete"] == pfc["senders"]
 
 
+def test_trimming_cuts_what_the_congested_queue_would_drop_and_the_receiver_naks_it(
+        incast_lab, incast_runs) -> None:
+    """The same incast with trimming from 16 packets: the data queue stays short and drops
+    nothing, the overflow arrives as headers the receiver NAKs at once, every message
+    completes, with go-back-N and with selective retransmission; the selective senders resend
+    fewer packets than the go-back-N ones."""
+    lab, roles, agents = incast_lab
+    runs = {s: run_trial(lab, roles, s, PARAMS, agents).summary for s in ("trim", "trim+sr")}
+    for summary in runs.values():
+        assert summary["trimmed"] > 0 and summary["drops_congested"] == 0
+        assert summary["peak_queue_congested"] <= 2 * PARAMS["trim_depth"]
+        assert summary["messages_complete"] == summary["senders"]
+    assert runs["trim+sr"]["retransmitted"] < runs["trim"]["retransmitted"]
+
+
 def test_counter_balance_counts_the_traffic_managers_drops(incast_runs) -> None:
     """The balance of the P4 counters (what BMv2 reports drops by) against p4switch's
     tail-drop counts, packet for packet."""

@@ -66,9 +66,11 @@ def in_flows(uplinks: dict[str, int], per_flow: int = 16) -> list[int]:
     return sorted(round(n / per_flow) for n in uplinks.values())
 
 
-def send(lab: LbLab, flows: list[FlowSpec], rate_bps: float = 2e6, **receiver):
+def send(lab: LbLab, flows: list[FlowSpec], rate_bps: float = 2e6, *,
+         sender: dict | None = None, qp: dict | None = None, **receiver):
     before = lab.link_counters()
-    outcomes = lab.run_flows(flows, rate_bps=rate_bps, receiver=receiver or None)
+    outcomes = lab.run_flows(flows, rate_bps=rate_bps, receiver=receiver or None,
+                             sender=sender, qp=qp)
     for o in outcomes:
         assert o.complete, f"{o.flow.name}: {o.bytes} of {o.flow.bytes} bytes, {o.lost} lost"
     return outcomes, uplink_packets(lab.link_counters() - before)
@@ -203,3 +205,41 @@ def test_lb_command_switches_a_running_fabric_to_flowlet_with_its_gap(lab, tmp_p
     lab.switch_mode("ecmp")  # the lab's own view again
     _, uplinks = send(lab, [FlowSpec(SRC, DST, 40, 50999, 16 * PACKET)])
     assert in_flows(uplinks) == [0, 1]
+
+
+def test_host_entropy_sprays_and_reps_leaves_the_uplink_that_trims(lab):
+    """Ultra Ethernet's entropy: the switches hash as always, the sender picks one of 16 UDP
+    source ports per packet. Sprayed in turn, one QP's packets cross both uplinks. With one
+    uplink served at a fraction of the flow's rate and trimming past 8 packets, oblivious
+    spraying keeps sending half the packets into it and gets them back trimmed; REPS recycles
+    only the entropies that came back clean (an ACK every 4 packets brings them back) and
+    leaves it: 0-6 trims against 96-155 in three runs."""
+    from controller.congestion import CongestionConfig, TrimConfig, apply_congestion
+
+    in_mode(lab, "ecmp")
+    selective = {"selective": True}
+    spray = {"entropies": 16, "spray": "oblivious"}
+    flow = [FlowSpec(SRC, DST, 0x700, 50001, 300 * PACKET)]
+    outcomes, uplinks = send(lab, flow, sender=selective, qp=spray, **selective)
+    assert min(uplinks.values()) >= 300 // 8, uplinks  # both paths, neither a trickle
+    assert sum(outcomes[0].sent["entropy_packets"]) == outcomes[0].sent["packets"]
+
+    slow = lab.spec.port_to(LEAF, SPINES[1])
+    ctl = lab.session.connected()
+    uplink_ports = tuple(lab.spec.port_to(LEAF, s) for s in SPINES)
+    trims = {}
+    try:
+        apply_congestion(ctl, CongestionConfig(trim=TrimConfig(depth=8, priority=0,
+                                                               classes=(0,)),
+                                               trim_ports=uplink_ports), [LEAF])
+        lab.runtime_cli(LEAF, [f"set_queue_rate 40 {slow}"])  # a sixth of the flow's rate
+        for policy, qpn in (("oblivious", 0x701), ("reps", 0x702)):
+            flow = [FlowSpec(SRC, DST, qpn, 50101, 300 * PACKET)]
+            outcomes, _ = send(lab, flow, sender={**selective, "ack_every": 4},
+                               qp={**spray, "spray": policy}, **selective)
+            trims[policy] = outcomes[0].record["trimmed"]
+    finally:
+        lab.runtime_cli(LEAF, [f"set_queue_rate 0 {slow}"])
+        apply_congestion(ctl, CongestionConfig(), [LEAF])
+    assert trims["oblivious"] > 0
+    assert trims["reps"] < trims["oblivious"] / 2, trims

@@ -90,3 +90,37 @@ def test_a_tagged_flow_recovers_a_real_loss_after_the_reorder_timeout(relayed_ne
     assert r["naks_sent"] >= 1 and q["naks"] >= 1
     assert r["delivered_seqs"] == list(range(40))
     assert r["messages_complete"] == 1 and r["lost"] == 0
+
+
+SELECTIVE = {"selective": True}
+
+
+def test_selective_retransmission_resends_only_the_lost_psns(relayed_net, run_flow):
+    """Ultra Ethernet's and IRN's recovery: the receiver places what comes after a gap and
+    NAKs the lost PSNs themselves; the sender resends those two and nothing else."""
+    a, b = relayed_net.hosts["a"], relayed_net.hosts["b"]
+    with relay(relayed_net, drop="7,30") as counts:
+        sent, got = run_flow(a, b, one_message(b.ip, 87, 60), send=SELECTIVE,
+                             recv={**SELECTIVE, "record_delivery": True})
+    assert counts["dropped"] == 2
+    q, r = sent["qps"][0], got["qps"][0]
+    assert r["naks_sent"] == 2 and q["naks"] == 2
+    assert r["seq_errors"] == 0  # nothing refused: the packets after each gap were placed
+    assert q["retransmitted_packets"] == 2 and q["packets"] == 62
+    assert q["acked_packets"] == 60 and not q["gave_up"]
+    assert r["delivered_seqs"] == list(range(60))  # released in order all the same
+    assert r["messages_complete"] == 1 and r["lost"] == 0
+
+
+def test_selective_retransmission_recovers_a_burst_and_a_lost_tail(relayed_net, run_flow):
+    a, b = relayed_net.hosts["a"], relayed_net.hosts["b"]
+    with relay(relayed_net, drop="10,11,12,39") as counts:  # 39: the last, found by the timer
+        sent, got = run_flow(a, b, one_message(b.ip, 88, 40), send={**SELECTIVE, "rto_s": 0.2},
+                             recv=SELECTIVE)
+    assert counts["dropped"] == 4
+    q, r = sent["qps"][0], got["qps"][0]
+    assert r["naks_sent"] == 3 and q["timeouts"] == 1  # the tail: one expiry, not one per PSN
+    # 10-12 once each on their NAKs; the timer resends una = 32 (ACKs come every 16 packets:
+    # the last was 31's), whose ACK (38) is partial and resends 39 at once
+    assert q["retransmitted_packets"] == 5
+    assert q["acked_packets"] == 40 and r["messages_complete"] == 1 and r["bytes"] == 40 * PKT

@@ -194,18 +194,18 @@ static void enqueue(struct cdp_engine *eng, struct list *out, uint32_t port, con
     append(out, item);
 }
 
-/* Engine._replicate: a copy per (port, rid), each with its own standard metadata. */
+/* Engine._replicate: a copy per (port, rid), each with its own standard metadata; copies start
+ * whole (BMv2's Packet::clone_*), a truncate() before them cuts none. */
 static void replicate(struct cdp_engine *eng, struct list *out, const void *hdr,
                       const void *meta, void *sm, const uint8_t *payload, uint32_t payload_len,
-                      uint32_t length, int64_t truncate, const struct cdp_copies *copies,
-                      uint32_t depth)
+                      uint32_t length, const struct cdp_copies *copies, uint32_t depth)
 {
     if (copies == NULL)
         return;
     for (uint32_t i = 0; i < copies->count; i++) {
         eng->prog->sm_set(sm, CDP_SM_EGRESS_RID, copies->copies[i].rid);
         enqueue(eng, out, copies->copies[i].port, hdr, meta, sm, payload, payload_len, length,
-                truncate, depth);
+                -1, depth);
     }
 }
 
@@ -302,7 +302,7 @@ static void ingress_clone(struct cdp_engine *eng, struct list *out,
     preserved(eng, ctx->clone_list, meta, kept);
     memset(c.sm, 0, prog->sm_size);
     prog->sm_set(c.sm, CDP_SM_INSTANCE_TYPE, CDP_INSTANCE_INGRESS_CLONE);
-    replicate(eng, out, c.hdr, kept, c.sm, data + off, len - off, len, -1, targets, 0);
+    replicate(eng, out, c.hdr, kept, c.sm, data + off, len - off, len, targets, 0);
     free(c.hdr);
 }
 
@@ -354,7 +354,7 @@ static void run_ingress(struct cdp_engine *eng, struct list *out, uint32_t port,
     if (grp) {
         prog->sm_set(p.sm, CDP_SM_INSTANCE_TYPE, CDP_INSTANCE_REPLICATION);
         replicate(eng, out, p.hdr, p.meta, p.sm, ctx.payload, ctx.payload_len, len,
-                  ctx.truncate, grp < CDP_PRE_IDS ? eng->groups[grp] : NULL, depth);
+                  grp < CDP_PRE_IDS ? eng->groups[grp] : NULL, depth);
         goto done;
     }
     spec = prog->sm_get(p.sm, CDP_SM_EGRESS_SPEC);
@@ -394,7 +394,7 @@ static void egress_clone(struct cdp_engine *eng, struct list *out, const struct 
     memset(c.sm, 0, prog->sm_size);
     prog->sm_set(c.sm, CDP_SM_INSTANCE_TYPE, CDP_INSTANCE_EGRESS_CLONE);
     replicate(eng, out, item->hdr, c.meta, c.sm, item->payload, item->payload_len, item->length,
-              -1, targets, 0);
+              targets, 0);
     free(c.hdr);
 }
 
@@ -407,7 +407,7 @@ int64_t cdp_engine_egress(struct cdp_engine *eng, struct cdp_item *item, uint64_
     struct list fresh = {tail, 0};
     struct cdp_packet ctx = {0};
     void *sm = item->sm;
-    int64_t n, result = -1, truncate;
+    int64_t n, result = -1;
     uint64_t len;
     *egress_port = item->egress_port;
     prog->sm_set(sm, CDP_SM_EGRESS_PORT, item->egress_port);
@@ -421,7 +421,8 @@ int64_t cdp_engine_egress(struct cdp_engine *eng, struct cdp_item *item, uint64_
     ctx.length = item->length;
     ctx.payload = item->payload;
     ctx.payload_len = item->payload_len;
-    ctx.clone_list = ctx.resubmit = ctx.recirculate = ctx.truncate = -1;
+    ctx.clone_list = ctx.resubmit = ctx.recirculate = -1;
+    ctx.truncate = item->truncate; /* egress's truncate() can only cut further */
     prog->egress(eng->st, &ctx, item->hdr, item->meta, sm);
     if (ctx.assert_failed)
         goto done;
@@ -440,10 +441,7 @@ int64_t cdp_engine_egress(struct cdp_engine *eng, struct cdp_item *item, uint64_
     }
     memcpy(out + n, item->payload, item->payload_len);
     len = (uint64_t)n + item->payload_len;
-    truncate = ctx.truncate >= 0 ? ctx.truncate : item->truncate;
-    if (truncate >= 0 && (uint64_t)truncate < len)
-        len = (uint64_t)truncate;
-    if (ctx.recirculate >= 0) {
+    if (ctx.recirculate >= 0) { /* the copy fed back is whole, as BMv2's */
         void *kept;
         if (item->recirculations >= CDP_MAX_RECIRCULATIONS)
             goto done;
@@ -458,6 +456,8 @@ int64_t cdp_engine_egress(struct cdp_engine *eng, struct cdp_item *item, uint64_
         free(kept);
         goto done;
     }
+    if (ctx.truncate >= 0 && (uint64_t)ctx.truncate < len)
+        len = (uint64_t)ctx.truncate;
     result = (int64_t)len;
 done:
     cdp_item_free(item);

@@ -1,7 +1,7 @@
 /* The v1model pipeline driver of the C data plane: p4switch/engine.py's Engine, in C, in
  * simple_switch's order: parser -> verify checksum -> ingress -> clone (I2E) -> resubmit ->
  * multicast -> drop -> enqueue; dequeue -> egress -> clone (E2E) -> drop -> compute checksum +
- * deparse -> truncate -> recirculate -> transmit. A digest waits in the engine until the
+ * deparse -> recirculate (whole) or truncate -> transmit. A digest waits in the engine until the
  * control plane takes it (cdp_engine_digest).
  *
  * The packet replication engine's groups and clone sessions are the engine's: the control

@@ -58,7 +58,7 @@ struct cdp_packet {
     const uint8_t *payload;
     int64_t clone_session, clone_list; /* has_clone: clone(session, field list or -1) */
     int64_t resubmit, recirculate;     /* field list, or -1 */
-    int64_t truncate;                  /* bytes to keep, or -1 */
+    int64_t truncate;                  /* bytes to keep (the least asked), or -1 */
     uint8_t has_clone, assert_failed;
     /* digest(): which call ran last (0: none); the values computed at the call; as ingress
      * ends, its struct's number (the program's) and every field's value (digest_count) */
@@ -126,6 +126,13 @@ static inline uint64_t cdp_random(struct cdp_state *st, uint64_t lo, uint64_t hi
     st->rng = x;
     x *= UINT64_C(0x2545F4914F6CDD1D);
     return span ? lo + x % span : x;
+}
+
+/* truncate(length) of the controls: BMv2's Packet::truncate keeps the smallest length asked. */
+static inline void cdp_truncate(struct cdp_packet *ctx, int64_t length)
+{
+    if (ctx->truncate < 0 || length < ctx->truncate)
+        ctx->truncate = length;
 }
 
 #endif

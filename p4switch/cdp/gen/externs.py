@@ -287,7 +287,7 @@ class CExternGen:
         return ""
 
     def _f_truncate(self, c: A.Call, env: Env) -> str:
-        self.ctx.em.line(f"ctx->truncate = (int64_t){self._ex(self.args(c)[0], env)};")
+        self.ctx.em.line(f"cdp_truncate(ctx, (int64_t){self._ex(self.args(c)[0], env)});")
         return ""
 
     def _f_assert(self, c: A.Call, env: Env) -> str:

@@ -106,6 +106,29 @@ def test_truncate_and_priority(switch):
     assert sw4.send(0, cmd(9)) == [(1, seen(0, 1, op=9))]
 
 
+def test_truncate_keeps_the_smallest_length_asked_in_either_pipe(switch):
+    """BMv2's Packet::truncate: every call lowers the length to keep, in ingress and egress."""
+    sw = switch("v1model_ops.p4")
+    assert sw.send(0, cmd(13)) == [(1, seen(0, 1, op=13)[:6])]  # truncate(6); truncate(12)
+    assert sw.send(0, cmd(14)) == [(1, seen(0, 1, op=14)[:12])]  # 12 in ingress, 20 in egress
+
+
+def test_truncate_cuts_the_packet_and_none_of_its_copies(switch):
+    """A copy (multicast replica, clone, recirculated packet) starts from the whole buffer with
+    nothing to cut (BMv2's clone_* make a Packet anew): only the packet that called truncate is
+    cut."""
+    sw = switch("v1model_ops.p4")
+    sw.state.pre.set_multicast_group(5, [(2, 0), (4, 0)])
+    assert sorted(sw.send(0, cmd(15, 5))) == [(p, seen(5, p, op=15, arg=5)) for p in (2, 4)]
+    assert sw.send(0, cmd(16)) == [(3, seen(0, 3, passes=2, op=16))]  # recirculated whole
+    sw.state.pre.mirroring_add(9, 4)
+    assert sorted(sw.send(0, cmd(17, 9))) == [(1, seen(0, 1, op=17, arg=9)[:6]),
+                                              (4, seen(1, 4, passes=0, op=17, arg=9))]
+    sw.state.pre.mirroring_add(3, 6)
+    assert sorted(sw.send(0, cmd(18, 3))) == [(1, seen(0, 1, op=18, arg=3)[:6]),
+                                              (6, seen(2, 6, op=18, arg=3))]
+
+
 def test_egress_drop(switch):
     sw = switch("v1model_ops.p4")
     assert sw.send(0, cmd(11)) == []

@@ -1,4 +1,5 @@
-/* v1model packet operations: drop, multicast, clone, resubmit, recirculate, digest, truncate,
+/* v1model packet operations: drop, multicast, clone, resubmit, recirculate, digest, truncate
+ * (alone and with copies: BMv2 keeps the smallest length asked, for the packet itself only),
  * priority. A command header says what to do; egress records what it saw. */
 #include <core.p4>
 #include <v1model.p4>
@@ -74,6 +75,23 @@ control OpsIngress(inout headers_t hdr, inout meta_t meta, inout standard_metada
         } else if (hdr.cmd.op == 12) {
             digest<learn_t>(1, { hdr.cmd.arg, sm.ingress_port });
             digest<learn_t>(1, { hdr.cmd.passes, sm.ingress_port });
+        } else if (hdr.cmd.op == 13) {
+            truncate(6);
+            truncate(12);
+        } else if (hdr.cmd.op == 14) {
+            truncate(12);
+        } else if (hdr.cmd.op == 15) {
+            truncate(6);
+            sm.mcast_grp = (bit<16>) hdr.cmd.arg;
+        } else if (hdr.cmd.op == 16) {
+            if (sm.instance_type == 0) {
+                truncate(6);
+            } else {
+                sm.egress_spec = 3;
+            }
+        } else if (hdr.cmd.op == 17) {
+            truncate(6);
+            clone(CloneType.I2E, (bit<32>) hdr.cmd.arg);
         }
     }
 }
@@ -92,6 +110,13 @@ control OpsEgress(inout headers_t hdr, inout meta_t meta, inout standard_metadat
             clone(CloneType.E2E, (bit<32>) hdr.cmd.arg);
         } else if (hdr.cmd.op == 11) {
             mark_to_drop(sm);
+        } else if (hdr.cmd.op == 14) {
+            truncate(20);
+        } else if (hdr.cmd.op == 16 && hdr.cmd.passes == 1) {
+            recirculate_preserving_field_list(1);
+        } else if (hdr.cmd.op == 18 && sm.instance_type == 0) {
+            truncate(6);
+            clone(CloneType.E2E, (bit<32>) hdr.cmd.arg);
         }
     }
 }
