@@ -346,6 +346,9 @@ TABLES: tuple[Table, ...] = (
           (("-m", "fabric_lab.cli", "run", "incast", "--quick", "-p",
             "settings=none,trim,trim+sr,sr"),) * 5,
           measures=("experiments.incast.experiment", "fabric_lab.commands.run")),
+    Table("loss-recovery", "docs/mechanisms/trimming.md",
+          (("-m", "fabric_lab.cli", "run", "loss-recovery"),),
+          measures=("experiments.loss_recovery.experiment", "fabric_lab.commands.run")),
 )
 
 

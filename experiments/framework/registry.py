@@ -9,7 +9,7 @@ from experiments.framework import Experiment
 # One package per experiment; its `experiment` module defines EXPERIMENT.
 _MODULES: tuple[str, ...] = ("ecmp_hashing", "failover", "lb_compare", "topology_aware", "incast",
                             "hpn_segment", "rail_vs_clos", "straggler", "rank_mapping", "scaling",
-                            "pfc_deadlock", "cc_compare")
+                            "pfc_deadlock", "cc_compare", "loss_recovery")
 
 
 def all_experiments() -> dict[str, Experiment]:

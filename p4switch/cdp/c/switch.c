@@ -233,7 +233,13 @@ static void receive(struct cdp_switch *sw, struct cdp_port *p)
 {
     int taken = 0;
     for (; taken < BATCH; taken++) {
-        int len = cdp_port_receive(p, sw->rx, CDP_MAX_FRAME);
+        int len;
+        /* A state change noted (a P4Runtime write, under way or done) goes to C before any
+         * further frame: one sent after the write returned must see it. The rest waits in
+         * the ring until the loop is back from copying it. */
+        if (__atomic_load_n(&sw->changed, __ATOMIC_ACQUIRE))
+            return;
+        len = cdp_port_receive(p, sw->rx, CDP_MAX_FRAME);
         if (len == 0)
             break;
         if (len > 0)

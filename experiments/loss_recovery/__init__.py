@@ -1,0 +1,1 @@
+"""A lossy link: go-back-N against selective retransmission (IRN's and Ultra Ethernet's)."""
