@@ -32,10 +32,11 @@ def test_selective_retransmission_keeps_goodput_where_go_back_n_resends_windows(
                for r in csv.DictReader((out / "summary.csv").open())}
     for loss in (0.001, 0.01):
         gbn, sr = summary[(loss, "go-back-n")], summary[(loss, "selective")]
-        assert float(sr["of_bound"]) > float(gbn["of_bound"]), (loss, gbn, sr)
+        assert float(sr["of_bound"]) >= float(gbn["of_bound"]), (loss, gbn, sr)
         # selective resends about what the link lost; go-back-N a window per loss
         assert float(sr["retransmitted"]) <= 2 * max(1.0, float(sr["link_lost"]))
-    assert float(summary[(0.01, "selective")]["of_bound"]) > 0.8
+    assert float(summary[(0.01, "selective")]["of_bound"]) > 0.8 > \
+        float(summary[(0.01, "go-back-n")]["of_bound"])
     assert float(summary[(0.01, "go-back-n")]["retransmitted"]) > \
         10 * float(summary[(0.01, "selective")]["retransmitted"])
     assert (out / "goodput.png").stat().st_size > 0
