@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 
 from experiments.framework.telemetry import COLUMNS
-from experiments.incast.trial import SETTINGS, SUMMARY_FIELDS
+from experiments.incast.experiment import EXPERIMENT
+from experiments.incast.trial import SUMMARY_FIELDS
+
+SETTINGS = EXPERIMENT.defaults["settings"]  # what a run does unless told: no trimming
 
 ROOT = Path(__file__).resolve().parents[2]
 # Half the experiment's rates. At its defaults the incast offers up to 50,000 packet-hops/s (3
@@ -50,7 +53,7 @@ def test_incast_quick_run_writes_complete_results(tmp_path: Path) -> None:
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     summary = {r["setting"]: r for r in _rows(out / "summary.csv")}
-    assert list(summary) == list(SETTINGS)
+    assert list(summary) == ["none", "ecn", "pfc", "ecn+pfc"] == list(SETTINGS)
     assert set(next(iter(summary.values()))) == set(SUMMARY_FIELDS)
     none, ecn, pfc, both = (summary[s] for s in SETTINGS)
     assert int(none["drops_congested"]) > 0 and int(none["retransmitted"]) > 0
